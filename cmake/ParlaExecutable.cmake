@@ -1,0 +1,15 @@
+# Every parla executable links through here, because of a start-up crash (PLATFORM.md): Debian's libtorch_cpu
+# pulls in libonnx_proto while libsentencepiece exports its own copies of protobuf template code, and unless
+# libprotobuf is the first NEEDED entry the dynamic linker binds protobuf symbols to the wrong copy and the
+# program segfaults before main. Forcing libprotobuf first (and keeping it even if "unused") avoids that.
+function(parla_link_executable target)
+  target_link_libraries(${target} PRIVATE -Wl,--no-as-needed protobuf -Wl,--as-needed parla)
+  parla_warnings(${target})
+endfunction()
+
+# Declares an app in apps/: parla_app(parla-train parla_train.cpp)
+function(parla_app name source)
+  add_executable(${name} ${source})
+  parla_link_executable(${name})
+  set_property(GLOBAL APPEND PROPERTY PARLA_APPS ${name})
+endfunction()

@@ -1,0 +1,39 @@
+#pragma once
+// What every parla executable shares: the common flags (--config, --set, --dump-config, --log-level, --quiet,
+// --version), the effective config, and the mapping of errors to exit codes (0 ok, 1 data, 2 usage/config).
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+#include "core/config.h"
+
+namespace parla::app {
+
+struct CommonFlags {
+  std::string program;
+  std::string config_file;
+  std::vector<std::string> sets;
+  bool dump_config = false;
+  std::string log_level = "info";
+  bool quiet = false;
+};
+
+// Adds --version, --log-level and -q/--quiet.
+void add_logging_flags(CLI::App& cli, CommonFlags& flags, const std::string& version_flag = "--version");
+// Adds the logging flags plus --config, --set (repeatable) and --dump-config.
+void add_config_flags(CLI::App& cli, CommonFlags& flags);
+
+// Parses the command line, sets up logging, runs `body` and maps failures to exit codes with one clear message
+// on stderr: CLI11 parse errors and ConfigError/UsageError -> 2, DataError/IoError -> 1, out of memory -> 1.
+int run(CLI::App& cli, CommonFlags& flags, int argc, char** argv, const std::function<int()>& body);
+
+// Starts the effective config from --config and --set; the app then applies its own named flags with
+// builder.set(...) and calls builder.build().
+config::ConfigBuilder start_config(const CommonFlags& flags);
+
+// With --dump-config, prints the effective config as JSON to stdout and returns true (the app exits 0).
+bool dump_config_if_asked(const CommonFlags& flags, const Config& c);
+
+}  // namespace parla::app

@@ -1,0 +1,51 @@
+#include "core/config/data_config.h"
+
+namespace parla {
+
+const config::SectionSchema<CleanConfig>& CleanConfig::schema() {
+  using namespace config;
+  static const SectionSchema<CleanConfig> s = [] {
+    SectionSchema<CleanConfig> s("data.clean", "Cleaning steps of parla-preprocess; each is counted in stats.json.");
+    s.add("remove_markup", &CleanConfig::remove_markup,
+          "Drop Europarl markup lines (`<CHAPTER ...>`, `<SPEAKER ...>`, `<P>`).");
+    s.add("normalize_whitespace", &CleanConfig::normalize_whitespace, "Strip and collapse runs of whitespace.");
+    s.add("remove_control", &CleanConfig::remove_control, "Delete control characters.");
+    s.add("unicode_normalization", &CleanConfig::unicode_normalization, "Unicode normalisation of every line.",
+          one_of({"none", "nfc", "nfkc"}));
+    s.add("drop_empty", &CleanConfig::drop_empty, "Drop pairs where either side is empty after cleaning.");
+    s.add("max_tokens", &CleanConfig::max_tokens,
+          "Drop pairs where either side has more whitespace-separated tokens than this (0 = no limit).",
+          at_least(0));
+    s.add("max_length_ratio", &CleanConfig::max_length_ratio,
+          "Drop pairs whose longer side has more than this many times the tokens of the shorter (0 = off).",
+          at_least(0));
+    s.add("drop_duplicates", &CleanConfig::drop_duplicates, "Drop exact duplicate pairs (keeps the first).");
+    s.add("drop_identical", &CleanConfig::drop_identical, "Drop pairs whose source and target are identical.");
+    return s;
+  }();
+  return s;
+}
+
+const config::SectionSchema<DataConfig>& DataConfig::schema() {
+  using namespace config;
+  static const SectionSchema<DataConfig> s = [] {
+    SectionSchema<DataConfig> s("data", "The parallel corpus and the preprocessed dataset.");
+    s.add("src_lang", &DataConfig::src_lang, "Source language suffix of the corpus files, e.g. `de`.");
+    s.add("tgt_lang", &DataConfig::tgt_lang, "Target language suffix of the corpus files, e.g. `en`.");
+    s.add("train_prefix", &DataConfig::train_prefix,
+          "Training corpus prefix: reads `PREFIX.SRC_LANG` and `PREFIX.TGT_LANG` (or `.gz`).");
+    s.add("train_src", &DataConfig::train_src, "Explicit source file (instead of `train_prefix`).");
+    s.add("train_tgt", &DataConfig::train_tgt, "Explicit target file (instead of `train_prefix`).");
+    s.add("valid_prefix", &DataConfig::valid_prefix, "Optional separate validation set prefix.");
+    s.add("test_prefix", &DataConfig::test_prefix, "Optional separate test set prefix.");
+    s.add("valid_size", &DataConfig::valid_size,
+          "Pairs split off (seeded, deterministic) for validation when no `valid_prefix` is given.", at_least(0));
+    s.add("test_size", &DataConfig::test_size,
+          "Pairs split off (seeded, deterministic) for test when no `test_prefix` is given.", at_least(0));
+    s.add("dir", &DataConfig::dir, "Preprocessed dataset directory: written by parla-preprocess, read by parla-train.");
+    return s;
+  }();
+  return s;
+}
+
+}  // namespace parla

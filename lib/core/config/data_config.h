@@ -1,0 +1,39 @@
+#pragma once
+// Sections "data" and "data.clean": where the parallel corpus is and how parla-preprocess cleans it.
+#include <string>
+
+#include "core/config/schema.h"
+
+namespace parla {
+
+struct CleanConfig {
+  bool remove_markup = true;         // drop Europarl's <CHAPTER ...>, <SPEAKER ...>, <P> lines
+  bool normalize_whitespace = true;  // strip and collapse runs of whitespace
+  bool remove_control = true;        // delete control characters (C0/C1 except tab, which becomes a space)
+  std::string unicode_normalization = "none";  // none, nfc or nfkc
+  bool drop_empty = true;            // drop pairs with an empty side
+  int max_tokens = 250;              // drop pairs with a side longer than this many whitespace tokens (0 = off)
+  double max_length_ratio = 9.0;     // drop pairs whose token-length ratio exceeds this (0 = off)
+  bool drop_duplicates = true;       // drop exact duplicate pairs
+  bool drop_identical = false;       // drop pairs whose two sides are identical
+
+  static const config::SectionSchema<CleanConfig>& schema();
+};
+
+struct DataConfig {
+  std::string src_lang;     // source language suffix, e.g. "de"
+  std::string tgt_lang;     // target language suffix, e.g. "en"
+  std::string train_prefix; // reads PREFIX.SRC_LANG and PREFIX.TGT_LANG (or .gz)
+  std::string train_src;    // explicit paths instead of a prefix
+  std::string train_tgt;
+  std::string valid_prefix; // optional separate validation set
+  std::string test_prefix;  // optional separate test set
+  int valid_size = 1000;    // sentences split off for validation when no valid_prefix is given
+  int test_size = 1000;     // sentences split off for test when no test_prefix is given
+  std::string dir;          // the preprocessed dataset directory (parla-preprocess output, parla-train input)
+  CleanConfig clean;
+
+  static const config::SectionSchema<DataConfig>& schema();
+};
+
+}  // namespace parla

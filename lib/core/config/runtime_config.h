@@ -1,0 +1,17 @@
+#pragma once
+// Section "runtime": where and how fast the work runs. Shared by every executable.
+#include <string>
+
+#include "core/config/schema.h"
+
+namespace parla {
+
+struct RuntimeConfig {
+  int threads = 0;             // intra-op threads for LibTorch and the BLAS; 0 = all cores
+  std::string device = "cpu";  // cpu, cuda, or auto (cuda when LibTorch has it)
+  int64_t seed = 1;            // seeds every random choice: splits, shuffling, initialisation, dropout, sampling
+
+  static const config::SectionSchema<RuntimeConfig>& schema();
+};
+
+}  // namespace parla

@@ -1,0 +1,52 @@
+#include "core/runtime.h"
+
+#include <dlfcn.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "core/error.h"
+
+namespace parla::runtime {
+
+void tune_process(int /*argc*/, char** argv) {
+  const char* no = std::getenv("PARLA_NO_REEXEC");
+  if ((no && std::string(no) == "1") || std::getenv("OMP_WAIT_POLICY")) return;
+  setenv("OMP_WAIT_POLICY", "PASSIVE", 0);
+  setenv("MALLOC_MMAP_MAX_", "0", 0);
+  setenv("MALLOC_TRIM_THRESHOLD_", "100000000000", 0);
+  execv("/proc/self/exe", argv);
+  // exec failed (no /proc?): carry on untuned rather than fail.
+}
+
+std::string blas_name() {
+  using ConfigFn = char* (*)();
+  if (auto fn = reinterpret_cast<ConfigFn>(dlsym(RTLD_DEFAULT, "openblas_get_config")))
+    return std::string("OpenBLAS (") + fn() + ")";
+  if (dlsym(RTLD_DEFAULT, "mkl_get_max_threads")) return "MKL";
+  if (dlsym(RTLD_DEFAULT, "bli_info_get_version_str")) return "BLIS";
+  return "reference BLAS";
+}
+
+int apply(const RuntimeConfig& rc) {
+  int threads = rc.threads > 0 ? rc.threads : static_cast<int>(std::thread::hardware_concurrency());
+  if (threads <= 0) threads = 1;
+  torch::set_num_threads(threads);
+  using SetThreadsFn = void (*)(int);
+  if (auto fn = reinterpret_cast<SetThreadsFn>(dlsym(RTLD_DEFAULT, "openblas_set_num_threads"))) fn(threads);
+  std::string blas = blas_name();
+  if (blas == "reference BLAS") {
+    spdlog::warn("*** SLOW BLAS: this process uses the reference BLAS, about 40x slower than OpenBLAS. "
+                 "Install it: sudo apt-get install libopenblas0-pthread ***");
+  }
+  spdlog::debug("runtime: {} threads, BLAS: {}", threads, blas);
+  if (rc.device == "cuda" && !torch::cuda::is_available())
+    throw ConfigError("runtime.device is 'cuda' but this LibTorch has no CUDA device; use 'cpu' or 'auto'");
+  return threads;
+}
+
+}  // namespace parla::runtime

@@ -1,0 +1,24 @@
+#pragma once
+// Process-level performance settings (PLATFORM.md): thread pools and the BLAS. The header is torch-free so
+// apps that do not compute with torch (parla-score-bleu) need not pull it in.
+#include <string>
+
+#include "core/config/runtime_config.h"
+
+namespace parla::runtime {
+
+// Call first thing in main of programs that compute with LibTorch. LibTorch's OpenMP threads spin-wait after
+// parallel regions and fight OpenBLAS's threads for the cores, and glibc maps and unmaps every large
+// activation; both were measured to cost 1.7x in training. The variables that fix this are read only at
+// process start, so when they are unset this re-executes the program once with them set
+// (OMP_WAIT_POLICY=PASSIVE, MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_). PARLA_NO_REEXEC=1 disables it.
+void tune_process(int argc, char** argv);
+
+// Applies runtime.threads (0 = all cores) to LibTorch's intra-op pool and the BLAS pool, and warns loudly
+// when the BLAS is the slow reference implementation. Returns the thread count used.
+int apply(const RuntimeConfig& rc);
+
+// "OpenBLAS ...", "reference BLAS", ...: which BLAS this process calls.
+std::string blas_name();
+
+}  // namespace parla::runtime

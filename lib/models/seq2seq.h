@@ -1,0 +1,48 @@
+#pragma once
+// The one decoding interface that the translator (and validation in training) uses for every sequence-to-
+// sequence model: encode once, then step one target token at a time with an incremental state, reordering the
+// state's batch rows as beam search keeps, drops and duplicates hypotheses.
+#include <memory>
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+namespace parla::models {
+
+// Fixed special ids shared by the whole toolkit (SentencePiece models are trained with these).
+inline constexpr int64_t kPadId = 0;
+inline constexpr int64_t kUnkId = 1;
+inline constexpr int64_t kBosId = 2;
+inline constexpr int64_t kEosId = 3;
+
+// Everything a decoder step needs besides the previous token: the encoder output and source padding mask,
+// cached cross-attention keys/values, the self-attention key/value cache (Transformer) or the hidden state and
+// input-feeding vector (RNN). Rows are hypotheses.
+class DecoderState {
+ public:
+  virtual ~DecoderState() = default;
+  // Keeps rows `indices` (int64 [N], may repeat rows and change the row count), in that order.
+  virtual void reorder(const torch::Tensor& indices) = 0;
+  // Number of decoding steps taken so far.
+  virtual int64_t steps() const = 0;
+};
+
+class Seq2SeqModel : public torch::nn::Module {
+ public:
+  // src: int64 [B, S] padded with kPadId (source ends with kEosId). Runs the encoder once.
+  virtual std::unique_ptr<DecoderState> start(const torch::Tensor& src) = 0;
+
+  // One decoder step. prev: int64 [N] (kBosId at the first step). Returns log-probabilities [N, V] of the next
+  // token and advances the state. When `attention` is non-null it receives the cross-attention weights
+  // [N, S] of this step (averaged over heads), for alignments.
+  virtual torch::Tensor step(const torch::Tensor& prev, DecoderState& state, torch::Tensor* attention = nullptr) = 0;
+
+  // Teacher-forced training pass. src [B, S], tgt_in [B, T] (starts with kBosId) -> logits [B, T, V].
+  virtual torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in) = 0;
+
+  virtual int64_t vocab_size() const = 0;
+  // Longest sequence the model can take (learned positions); INT64_MAX when unlimited.
+  virtual int64_t max_positions() const = 0;
+};
+
+}  // namespace parla::models

@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Installs parla's build and runtime dependencies from Debian's packages. Idempotent: packages already
+# present are skipped, so a second run costs one dpkg query.
+set -euo pipefail
+
+packages=(
+  build-essential cmake ninja-build pkg-config git ccache
+  libtorch-dev libopenblas0-pthread          # LibTorch; OpenBLAS is 40x faster than reference BLAS (PLATFORM.md)
+  libsentencepiece-dev sentencepiece libprotobuf-dev
+  libcli11-dev libspdlog-dev nlohmann-json3-dev catch2
+  libgloo-dev                                # torch.distributed's Gloo backend headers
+  zlib1g-dev
+  python3
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#packages[@]} packages already installed" >&2
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -q
+$SUDO apt-get install -y -q --no-install-recommends "${missing[@]}"
