@@ -1,0 +1,78 @@
+// Every executable that reads the shared config rejects bad config the same way: the key and the file in the
+// message, exit code 2, before any work starts. Checked through the executables, as a user meets them.
+#include <catch2/catch.hpp>
+
+#include <nlohmann/json.hpp>
+
+#include "support/run.h"
+#include "support/temp_dir.h"
+
+using Catch::Matchers::Contains;
+using parla::testing::run;
+
+namespace {
+const char* kConfigApps[] = {"parla-preprocess", "parla-train", "parla-translate"};
+}
+
+TEST_CASE("apps: --dump-config prints the effective config with defaults, file values and overrides") {
+  parla::testing::TempDir dir("flags");
+  auto cfg = dir.write("c.json", R"({"runtime": {"threads": 1}, "decoding": {"beam_size": 7}})");
+  for (const char* app : kConfigApps) {
+    INFO(app);
+    auto r = run(app, {"--config", cfg, "--set", "training.lr=0.002", "--dump-config"});
+    REQUIRE(r.exit_code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j["runtime"]["threads"] == 1);
+    CHECK(j["decoding"]["beam_size"] == 7);
+    CHECK(j["training"]["lr"] == 0.002);
+    CHECK(j["data"]["clean"].contains("max_tokens"));
+  }
+}
+
+TEST_CASE("apps: an unknown config key exits 2 naming the key, the file and a suggestion") {
+  parla::testing::TempDir dir("flags");
+  auto cfg = dir.write("typo.json", R"({"decoding": {"beam_sise": 4}})");
+  for (const char* app : kConfigApps) {
+    INFO(app);
+    auto r = run(app, {"--config", cfg, "--dump-config"});
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Contains("decoding.beam_sise"));
+    CHECK_THAT(r.err, Contains(cfg));
+    CHECK_THAT(r.err, Contains("did you mean 'decoding.beam_size'"));
+    CHECK(r.out.empty());
+  }
+}
+
+TEST_CASE("apps: a wrong type or out-of-range override exits 2 naming the key") {
+  for (const char* app : kConfigApps) {
+    INFO(app);
+    auto wrong_type = run(app, {"--set", "runtime.threads=many", "--dump-config"});
+    CHECK(wrong_type.exit_code == 2);
+    CHECK_THAT(wrong_type.err, Contains("runtime.threads"));
+    auto out_of_range = run(app, {"--set", "training.lr=0", "--dump-config"});
+    CHECK(out_of_range.exit_code == 2);
+    CHECK_THAT(out_of_range.err, Contains("training.lr"));
+    CHECK_THAT(out_of_range.err, Contains("out of range"));
+  }
+}
+
+TEST_CASE("apps: --help documents the common options and exits 0; an unknown flag or log level exits 2") {
+  for (const char* app : {"parla-preprocess", "parla-train", "parla-translate", "parla-score-bleu"}) {
+    INFO(app);
+    auto help = run(app, {"--help"});
+    CHECK(help.exit_code == 0);
+    CHECK_THAT(help.out, Contains("--log-level"));
+    CHECK_THAT(help.out, Contains("--quiet"));
+    CHECK(run(app, {"--no-such-flag"}).exit_code == 2);
+    auto bad_level = run(app, {"--log-level", "loud"});
+    CHECK(bad_level.exit_code == 2);
+    CHECK_THAT(bad_level.err, Contains("loud"));
+  }
+  for (const char* app : kConfigApps) {
+    INFO(app);
+    auto help = run(app, {"--help"});
+    CHECK_THAT(help.out, Contains("--config"));
+    CHECK_THAT(help.out, Contains("--set"));
+    CHECK_THAT(help.out, Contains("--dump-config"));
+  }
+}

@@ -1,0 +1,162 @@
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include "core/config.h"
+#include "support/temp_dir.h"
+
+using parla::ConfigError;
+using parla::config::ConfigBuilder;
+using parla::config::json;
+using Catch::Matchers::Contains;
+
+namespace {
+// The message of the ConfigError that `fn` throws (fails the test if it throws none).
+template <class F>
+std::string config_error(F&& fn) {
+  try {
+    fn();
+  } catch (const ConfigError& e) {
+    return e.what();
+  }
+  FAIL("expected a ConfigError");
+  return "";
+}
+}  // namespace
+
+TEST_CASE("config: defaults come from the section structs") {
+  auto c = ConfigBuilder().build();
+  CHECK(c.runtime.threads == parla::RuntimeConfig{}.threads);
+  CHECK(c.data.clean.max_tokens == parla::CleanConfig{}.max_tokens);
+  CHECK(c.training.lr == parla::TrainingConfig{}.lr);
+}
+
+TEST_CASE("config: a file sets keys, including nested sections, and --set overrides the file") {
+  parla::testing::TempDir dir("config");
+  auto path = dir.write("c.json", R"({"runtime": {"threads": 3}, "data": {"src_lang": "de", "clean": {"max_tokens": 80}},
+                                     "training": {"lr": 0.001}})");
+  ConfigBuilder b;
+  b.load_file(path);
+  b.set_assignment("training.lr=0.0007");
+  b.set_assignment("data.tgt_lang=en");  // a bare word is a string
+  auto c = b.build();
+  CHECK(c.runtime.threads == 3);
+  CHECK(c.data.src_lang == "de");
+  CHECK(c.data.tgt_lang == "en");
+  CHECK(c.data.clean.max_tokens == 80);
+  CHECK(c.training.lr == Approx(0.0007).epsilon(0));
+  CHECK(b.given("data.clean.max_tokens"));
+  CHECK_FALSE(b.given("data.valid_size"));
+}
+
+TEST_CASE("config: an unknown key names the key and the file and suggests the nearest valid key") {
+  parla::testing::TempDir dir("config");
+  auto path = dir.write("typo.json", R"({"training": {"lrr": 0.1}})");
+  auto msg = config_error([&] { ConfigBuilder().load_file(path); });
+  CHECK_THAT(msg, Contains(path));
+  CHECK_THAT(msg, Contains("unknown key 'training.lrr'"));
+  CHECK_THAT(msg, Contains("did you mean 'training.lr'"));
+}
+
+TEST_CASE("config: an unknown section suggests the nearest section") {
+  auto msg = config_error([] { ConfigBuilder().merge(json::parse(R"({"trainig": {}})"), "x.json"); });
+  CHECK_THAT(msg, Contains("unknown key 'trainig'"));
+  CHECK_THAT(msg, Contains("did you mean 'training'"));
+}
+
+TEST_CASE("config: a value of the wrong type names the key, the file and both types") {
+  auto msg = config_error([] { ConfigBuilder().merge(json::parse(R"({"runtime": {"threads": "two"}})"), "t.json"); });
+  CHECK_THAT(msg, Contains("t.json"));
+  CHECK_THAT(msg, Contains("runtime.threads"));
+  CHECK_THAT(msg, Contains("expected an int"));
+  CHECK_THAT(msg, Contains("string"));
+  // A fraction is not an int, a whole float is.
+  CHECK_THROWS_AS(ConfigBuilder().merge(json::parse(R"({"runtime": {"threads": 1.5}})"), "t.json"), ConfigError);
+  ConfigBuilder b;
+  b.merge(json::parse(R"({"runtime": {"threads": 2.0}})"), "t.json");
+  CHECK(b.build().runtime.threads == 2);
+}
+
+TEST_CASE("config: a value out of range names the key and the allowed range") {
+  auto msg = config_error([] { ConfigBuilder().set_assignment("training.lr=-1"); });
+  CHECK_THAT(msg, Contains("--set training.lr=-1"));
+  CHECK_THAT(msg, Contains("training.lr"));
+  CHECK_THAT(msg, Contains("out of range"));
+  CHECK_THAT(msg, Contains("> 0"));
+}
+
+TEST_CASE("config: a string outside its choices lists them and suggests the nearest") {
+  auto msg = config_error([] { ConfigBuilder().set_assignment("runtime.device=cpuu"); });
+  CHECK_THAT(msg, Contains("one of: cpu, cuda, auto"));
+  CHECK_THAT(msg, Contains("did you mean 'cpu'"));
+}
+
+TEST_CASE("config: a missing required key names the key and the file") {
+  parla::testing::TempDir dir("config");
+  auto path = dir.write("empty.json", "{}");
+  ConfigBuilder b;
+  b.load_file(path);
+  auto msg = config_error([&] { b.require("data.src_lang", "or give --src-lang"); });
+  CHECK_THAT(msg, Contains("missing required key 'data.src_lang'"));
+  CHECK_THAT(msg, Contains(path));
+  CHECK_THAT(msg, Contains("--src-lang"));
+  b.set("data.src_lang", "de", "--src-lang");
+  CHECK_NOTHROW(b.require("data.src_lang"));
+}
+
+TEST_CASE("config: malformed --set and unreadable or invalid files are config errors naming the source") {
+  CHECK_THAT(config_error([] { ConfigBuilder().set_assignment("training.lr"); }), Contains("KEY=VALUE"));
+  CHECK_THAT(config_error([] { ConfigBuilder().load_file("/nonexistent/parla.json"); }),
+             Contains("/nonexistent/parla.json"));
+  parla::testing::TempDir dir("config");
+  auto path = dir.write("bad.json", "{\"training\": {\"lr\": }");
+  auto msg = config_error([&] { ConfigBuilder().load_file(path); });
+  CHECK_THAT(msg, Contains(path));
+  CHECK_THAT(msg, Contains("invalid JSON"));
+  CHECK_THAT(config_error([] { ConfigBuilder().merge(json::parse(R"({"data": {"clean": 3}})"), "n.json"); }),
+             Contains("section 'data.clean' must be a JSON object"));
+}
+
+TEST_CASE("config: the dumped effective config reads back to the same config") {
+  ConfigBuilder b;
+  b.set_assignment("training.lr=0.003");
+  b.set_assignment("data.clean.drop_identical=true");
+  json dumped = parla::config::to_json(b.build());
+  ConfigBuilder again;
+  again.merge(dumped, "dump");
+  CHECK(parla::config::to_json(again.build()) == dumped);
+  CHECK(dumped["data"]["clean"]["drop_identical"] == true);
+  // Every key of the schema appears in the dump.
+  for (const auto& key : parla::config::all_keys()) {
+    json::json_pointer ptr("/" + [&] {
+      std::string p = key;
+      for (auto& ch : p)
+        if (ch == '.') ch = '/';
+      return p;
+    }());
+    CHECK(dumped.contains(ptr));
+  }
+}
+
+TEST_CASE("config: nearest-key suggestions use edit distance and refuse far-fetched ones") {
+  CHECK(parla::config::edit_distance("kitten", "sitting") == 3);
+  CHECK(parla::config::edit_distance("", "abc") == 3);
+  CHECK(parla::config::nearest("beam_szie", {"beam_size", "length_penalty"}) == "beam_size");
+  CHECK(parla::config::nearest("zzzzzzzz", {"beam_size", "lr"}).empty());
+}
+
+TEST_CASE("config: docs/CONFIG.md is the reference generated from the schema") {
+  std::string expected = parla::config::reference_markdown();
+  std::string doc_path = std::string(PARLA_SOURCE_DIR) + "/docs/CONFIG.md";
+  if (const char* update = std::getenv("PARLA_UPDATE_DOCS"); update && std::string(update) == "1") {
+    std::ofstream(doc_path, std::ios::binary) << expected;
+  }
+  std::ifstream in(doc_path, std::ios::binary);
+  std::string actual((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO("docs/CONFIG.md is out of date: run tools/gen-config-doc.sh");
+  CHECK(actual == expected);
+  for (const auto& key : parla::config::all_keys()) {
+    auto dot = key.rfind('.');
+    CHECK_THAT(expected, Contains("`" + key.substr(dot + 1) + "`"));
+  }
+}
