@@ -7,7 +7,33 @@ const config::SectionSchema<VocabConfig>& VocabConfig::schema() {
   static const SectionSchema<VocabConfig> s = [] {
     SectionSchema<VocabConfig> s("vocab", "SentencePiece vocabulary training (parla-preprocess).");
     s.add("model_type", &VocabConfig::model_type, "SentencePiece model type.", one_of({"unigram", "bpe"}));
-    s.add("vocab_size", &VocabConfig::vocab_size, "Pieces per SentencePiece model, special ids included.", at_least(8));
+    s.add("vocab_size", &VocabConfig::vocab_size,
+          "Pieces per SentencePiece model, special ids included; a soft limit (a corpus too small for it gets a "
+          "smaller vocabulary, with a warning).",
+          at_least(8));
+    s.add("joint", &VocabConfig::joint, "One SentencePiece model for both languages (else one per language).");
+    s.add("character_coverage", &VocabConfig::character_coverage,
+          "Share of characters covered by the alphabet (SentencePiece `character_coverage`).", between(0.5, 1.0));
+    s.add("sample_sentences", &VocabConfig::sample_sentences,
+          "At most this many training sentences (seeded sample) train SentencePiece; joint models sample "
+          "half from each side.",
+          at_least(100));
+    s.add("byte_fallback", &VocabConfig::byte_fallback,
+          "Rare characters become UTF-8 byte pieces instead of `<unk>` (lossless decoding).");
+    s.add("user_defined_symbols", &VocabConfig::user_defined_symbols,
+          "Pieces SentencePiece never splits, e.g. tags (must not contain commas or whitespace).");
+    s.add("normalization_rule", &VocabConfig::normalization_rule,
+          "SentencePiece normalisation rule. `identity` (default) keeps decode(encode(line)) == line; SentencePiece's "
+          "own default `nmt_nfkc` rewrites e.g. `…` to `...`. Unicode normalisation belongs in "
+          "`data.clean.unicode_normalization`.",
+          one_of({"identity", "nfkc", "nmt_nfkc", "nfkc_cf", "nmt_nfkc_cf"}));
+    s.on_finalize([](VocabConfig& v, const std::set<std::string>&) {
+      for (const auto& sym : v.user_defined_symbols) {
+        if (sym.empty() || sym.find_first_of(", \t\n") != std::string::npos)
+          throw ConfigError("key 'vocab.user_defined_symbols': symbol '" + sym +
+                            "' is empty or contains a comma or whitespace");
+      }
+    });
     return s;
   }();
   return s;

@@ -9,7 +9,15 @@ namespace parla {
 
 struct VocabConfig {
   std::string model_type = "unigram";  // unigram or bpe
-  int vocab_size = 8000;  // pieces per model, including the four special ids
+  int vocab_size = 8000;  // pieces per model, including the four special ids (a soft limit: small corpora get fewer)
+  bool joint = true;      // one model for both languages (shared embeddings need it) or one per language
+  double character_coverage = 0.9995;  // share of characters covered by the alphabet; the rest fall back
+  int64_t sample_sentences = 1000000;  // at most this many training sentences are sampled for SentencePiece
+  bool byte_fallback = true;  // rare characters become UTF-8 byte pieces instead of <unk>, so decoding is lossless
+  std::vector<std::string> user_defined_symbols;  // pieces never split (e.g. tags)
+  // SentencePiece's normalisation. Its default nmt_nfkc rewrites characters users expect back ("…" -> "...",
+  // "²" -> "2"); identity keeps decode(encode(x)) == x for every cleaned line. Normalise in data.clean instead.
+  std::string normalization_rule = "identity";
 
   static const config::SectionSchema<VocabConfig>& schema();
 };
