@@ -13,3 +13,13 @@ function(parla_app name source)
   parla_link_executable(${name})
   set_property(GLOBAL APPEND PROPERTY PARLA_APPS ${name})
 endfunction()
+
+# Declares an app that computes no tensors (parla-score-bleu): it links only the torch-free layers (core, text,
+# metrics), because TorchConfig forces libtorch_cpu into every executable that links `parla` (--no-as-needed), and
+# loading it costs ~0.5 s per start; a scorer that is run hundreds of times must start in milliseconds.
+function(parla_torch_free_app name source)
+  add_executable(${name} ${source})
+  target_link_libraries(${name} PRIVATE parla_base)
+  parla_warnings(${name})
+  set_property(GLOBAL APPEND PROPERTY PARLA_APPS ${name})
+endfunction()
