@@ -1,0 +1,407 @@
+#include "data/preprocess.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "core/error.h"
+#include "core/progress.h"
+#include "core/version.h"
+#include "data/held_out_split.h"
+#include "data/output_file.h"
+#include "data/token_dataset_writer.h"
+#include "text/line_reader.h"
+#include "text/parallel_corpus_filter.h"
+#include "text/sentencepiece_training.h"
+#include "text/sentencepiece_vocab.h"
+
+namespace fs = std::filesystem;
+
+namespace parla::data {
+
+namespace {
+
+using text::FilterScope;
+using text::FilterStats;
+using text::LineReader;
+using text::SentencePieceVocab;
+
+// The dataset is built in DIR.tmp-PID beside DIR and renamed into place only when complete.
+class StagingDirectory {
+ public:
+  StagingDirectory(const std::string& final_dir, bool force) : final_(final_dir), force_(force) {
+    std::error_code ec;
+    if (fs::exists(final_, ec) && !force)
+      throw UsageError("output directory '" + final_dir + "' exists; use --force to replace it");
+    fs::path parent = fs::absolute(final_).parent_path();
+    fs::create_directories(parent, ec);
+    if (ec) throw IoError("cannot create output directory '" + parent.string() + "': " + ec.message());
+    tmp_ = final_.string() + ".tmp-" + std::to_string(::getpid());
+    fs::remove_all(tmp_, ec);
+    fs::create_directory(tmp_, ec);
+    if (ec) throw IoError("cannot create output directory '" + tmp_.string() + "': " + ec.message());
+    // A directory that can be created may still refuse files (read-only bind mounts): find out now.
+    OutputFile probe(file(".probe"));
+    probe.close();
+    fs::remove(file(".probe"), ec);
+  }
+  ~StagingDirectory() {
+    if (!committed_) {
+      std::error_code ec;
+      fs::remove_all(tmp_, ec);
+    }
+  }
+  std::string file(const std::string& name) const { return (tmp_ / name).string(); }
+
+  void commit() {
+    std::error_code ec;
+    fs::path old;
+    if (fs::exists(final_, ec)) {
+      if (!force_) throw UsageError("output directory '" + final_.string() + "' appeared meanwhile; use --force");
+      old = final_.string() + ".old-" + std::to_string(::getpid());
+      fs::rename(final_, old, ec);
+      if (ec) throw IoError("cannot move the old '" + final_.string() + "' aside: " + ec.message());
+    }
+    fs::rename(tmp_, final_, ec);
+    if (ec) throw IoError("cannot rename '" + tmp_.string() + "' to '" + final_.string() + "': " + ec.message());
+    committed_ = true;
+    if (!old.empty()) fs::remove_all(old, ec);
+  }
+
+ private:
+  fs::path final_, tmp_;
+  bool force_;
+  bool committed_ = false;
+};
+
+[[noreturn]] void unequal_lines(LineReader& a, LineReader& b, bool a_ended) {
+  // Count the rest of the longer file so the message gives both totals.
+  LineReader& longer = a_ended ? b : a;
+  std::string line;
+  while (longer.next(line)) {
+  }
+  throw DataError("line counts differ: '" + a.path() + "' has " + std::to_string(a.line_number()) + " lines, '" +
+                  b.path() + "' has " + std::to_string(b.line_number()) + " lines");
+}
+
+// Pass 1: cleans and filters a pair of files into two cleaned text files (one pair per line).
+FilterStats clean_pairs(const std::string& src_path, const std::string& tgt_path, const CleanConfig& clean,
+                        FilterScope scope, const std::string& out_src, const std::string& out_tgt,
+                        const std::string& what) {
+  LineReader rs(src_path), rt(tgt_path);
+  OutputFile ws(out_src), wt(out_tgt);
+  text::ParallelCorpusFilter filter(clean, scope);
+  Progress progress("clean " + what, "pairs");
+  std::string s, t, cs, ct;
+  for (;;) {
+    bool a = rs.next(s), b = rt.next(t);
+    if (a != b) unequal_lines(rs, rt, !a);
+    if (!a) break;
+    if (filter.accept(s, t, cs, ct)) {
+      ws.write_line(cs);
+      wt.write_line(ct);
+    }
+    progress.advance();
+  }
+  ws.close();
+  wt.close();
+  progress.finish();
+  return filter.stats();
+}
+
+struct SplitWriters {
+  std::unique_ptr<TokenDatasetWriter> src, tgt;
+  uint64_t src_unk = 0, tgt_unk = 0;
+};
+
+// Pass 4: encodes pairs of a cleaned text file pair with `threads` workers and routes each to the writers
+// `route(i)` names (nullptr skips the pair). Output order is input order, whatever the thread count.
+template <class Route>
+void encode_pairs(const std::string& src_path, const std::string& tgt_path, const SentencePieceVocab& src_vocab,
+                  const SentencePieceVocab& tgt_vocab, int threads, Route route, Progress& progress) {
+  LineReader rs(src_path), rt(tgt_path);
+  const size_t block = 4096 * static_cast<size_t>(threads);
+  std::vector<std::string> src(block), tgt(block);
+  std::vector<std::vector<int>> src_ids(block), tgt_ids(block);
+  uint64_t index = 0;
+  for (;;) {
+    size_t n = 0;
+    while (n < block && rs.next(src[n])) {
+      if (!rt.next(tgt[n])) throw DataError("internal: cleaned files '" + src_path + "' and '" + tgt_path + "' differ");
+      ++n;
+    }
+    if (n == 0) break;
+    std::vector<std::exception_ptr> errors(threads);
+    auto work = [&](int w) {
+      try {
+        for (size_t i = n * w / threads; i < n * (w + 1) / threads; ++i) {
+          src_ids[i] = src_vocab.encode(src[i]);
+          tgt_ids[i] = tgt_vocab.encode(tgt[i]);
+        }
+      } catch (...) {
+        errors[w] = std::current_exception();
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int w = 1; w < threads; ++w) pool.emplace_back(work, w);
+    work(0);
+    for (auto& th : pool) th.join();
+    for (auto& e : errors)
+      if (e) std::rethrow_exception(e);
+    for (size_t i = 0; i < n; ++i, ++index) {
+      SplitWriters* out = route(index);
+      if (!out) continue;
+      out->src->add(src_ids[i]);
+      out->tgt->add(tgt_ids[i]);
+      out->src_unk += std::count(src_ids[i].begin(), src_ids[i].end(), text::kUnkId);
+      out->tgt_unk += std::count(tgt_ids[i].begin(), tgt_ids[i].end(), text::kUnkId);
+    }
+    progress.advance(n);
+  }
+}
+
+std::string hex32(uint32_t v) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "%08x", v);
+  return buf;
+}
+
+nlohmann::json describe_input(const std::string& path) {
+  auto c = text::checksum_file(path);
+  return {{"path", fs::absolute(path).string()}, {"bytes", c.bytes}, {"crc32", hex32(c.crc32)}};
+}
+
+void write_vocab_files(StagingDirectory& stage, const std::string& name, const SentencePieceVocab& vocab) {
+  OutputFile model(stage.file(name + ".model"));
+  model.write(vocab.serialized());
+  model.close();
+  // The human-readable piece list, as spm_train writes it (piece TAB score).
+  OutputFile list(stage.file(name + ".vocab"));
+  for (int id = 0; id < vocab.size(); ++id) {
+    char score[32];
+    std::snprintf(score, sizeof score, "%g", vocab.score(id));
+    list.write_line(vocab.id_to_piece(id) + "\t" + score);
+  }
+  list.close();
+}
+
+void log_filter_stats(const std::string& what, const FilterStats& s) {
+  std::string reasons;
+  for (size_t i = 0; i < s.dropped.size(); ++i)
+    if (s.dropped[i])
+      reasons += std::string(reasons.empty() ? "" : ", ") + text::drop_reason_name(static_cast<text::DropReason>(i)) +
+                 " " + std::to_string(s.dropped[i]);
+  spdlog::info("{}: read {} pairs, kept {}, dropped {}{}", what, s.read, s.kept, s.dropped_total(),
+               reasons.empty() ? "" : " (" + reasons + ")");
+  if (s.edited_unicode || s.edited_control || s.edited_whitespace)
+    spdlog::info("{}: lines edited: unicode normalisation {}, control characters {}, whitespace {}", what,
+                 s.edited_unicode, s.edited_control, s.edited_whitespace);
+}
+
+}  // namespace
+
+std::pair<std::string, std::string> training_files(const DataConfig& data) {
+  if (!data.train_src.empty() || !data.train_tgt.empty()) {
+    if (data.train_src.empty() || data.train_tgt.empty())
+      throw ConfigError("data.train_src and data.train_tgt must be given together (--train-src/--train-tgt)");
+    return {data.train_src, data.train_tgt};
+  }
+  if (data.train_prefix.empty())
+    throw ConfigError("no training corpus: give --prefix PATH with --src-lang/--tgt-lang (data.train_prefix), or "
+                      "--train-src and --train-tgt");
+  if (data.src_lang.empty() || data.tgt_lang.empty())
+    throw ConfigError("--prefix needs the language suffixes: --src-lang and --tgt-lang (data.src_lang, "
+                      "data.tgt_lang)");
+  return {text::corpus_file(data.train_prefix, data.src_lang), text::corpus_file(data.train_prefix, data.tgt_lang)};
+}
+
+PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& options) {
+  Config cfg = config_in;
+  DataConfig& data = cfg.data;
+  if (data.dir.empty()) throw ConfigError("no output directory: give -o DIR (data.dir)");
+  auto [train_src, train_tgt] = training_files(data);
+  if (data.src_lang.empty()) data.src_lang = "src";
+  if (data.tgt_lang.empty()) data.tgt_lang = "tgt";
+  if (data.src_lang == data.tgt_lang)
+    throw ConfigError("source and target language are both '" + data.src_lang + "'; the dataset files would collide");
+  for (const auto& lang : {data.src_lang, data.tgt_lang})
+    if (lang.find_first_of("/\\ \t") != std::string::npos)
+      throw ConfigError("language suffix '" + lang + "' must not contain '/' or whitespace");
+  std::optional<std::pair<std::string, std::string>> valid_files, test_files;
+  if (!data.valid_prefix.empty())
+    valid_files = {text::corpus_file(data.valid_prefix, data.src_lang), text::corpus_file(data.valid_prefix, data.tgt_lang)};
+  if (!data.test_prefix.empty())
+    test_files = {text::corpus_file(data.test_prefix, data.src_lang), text::corpus_file(data.test_prefix, data.tgt_lang)};
+  for (const auto& p : {train_src, train_tgt})
+    if (!fs::exists(p)) throw DataError("file not found: '" + p + "'");
+
+  int threads = cfg.runtime.threads > 0 ? cfg.runtime.threads
+                                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::string& S = data.src_lang;
+  const std::string& T = data.tgt_lang;
+  StagingDirectory stage(data.dir, options.force);
+  nlohmann::json stats = {{"inputs", nlohmann::json::object()}, {"splits", nlohmann::json::object()}};
+  nlohmann::json inputs = nlohmann::json::object();
+
+  // Pass 1: clean and filter.
+  FilterStats train_stats = clean_pairs(train_src, train_tgt, data.clean, FilterScope::kTraining,
+                                        stage.file("corpus.clean." + S), stage.file("corpus.clean." + T), "train");
+  log_filter_stats("train corpus", train_stats);
+  stats["inputs"]["train"] = train_stats.to_json();
+  inputs["train"] = {{"src", describe_input(train_src)}, {"tgt", describe_input(train_tgt)}};
+  for (auto& [name, files] : {std::pair{std::string("valid"), valid_files}, std::pair{std::string("test"), test_files}}) {
+    if (!files) continue;
+    FilterStats st = clean_pairs(files->first, files->second, data.clean, FilterScope::kHeldOut,
+                                 stage.file(name + "." + S), stage.file(name + "." + T), name);
+    log_filter_stats(name + " set", st);
+    stats["inputs"][name] = st.to_json();
+    inputs[name] = {{"src", describe_input(files->first)}, {"tgt", describe_input(files->second)}};
+  }
+  uint64_t n = train_stats.kept;
+  if (n == 0)
+    throw DataError("no pairs left after cleaning '" + train_src + "' and '" + train_tgt + "' (" +
+                    std::to_string(train_stats.read) + " read; see the counts above)");
+
+  // Pass 2: split held-out pairs off the corpus and sample SentencePiece's sentences from the train part.
+  // A held-out split taken from the corpus is at most a tenth of it, so small corpora still train.
+  auto held_out_size = [&](const char* name, int requested, bool separate) -> uint64_t {
+    if (separate) return 0;
+    uint64_t cap = n / 10, want = static_cast<uint64_t>(requested);
+    if (want > cap) {
+      spdlog::warn("data.{}_size={} is more than a tenth of the {} clean pairs; holding out {}", name, requested, n,
+                   cap);
+      return cap;
+    }
+    return want;
+  };
+  uint64_t n_valid = held_out_size("valid", data.valid_size, valid_files.has_value());
+  uint64_t n_test = held_out_size("test", data.test_size, test_files.has_value());
+  uint64_t seed = static_cast<uint64_t>(cfg.runtime.seed);
+  std::vector<Split> splits = assign_splits(n, n_valid, n_test, seed);
+  uint64_t n_train = n - n_valid - n_test;
+  const VocabConfig& vc = cfg.vocab;
+  uint64_t sample_pairs = vc.joint ? (static_cast<uint64_t>(vc.sample_sentences) + 1) / 2
+                                   : static_cast<uint64_t>(vc.sample_sentences);
+  std::vector<std::string> sample_src, sample_tgt;
+  {
+    LineReader rs(stage.file("corpus.clean." + S)), rt(stage.file("corpus.clean." + T));
+    std::unique_ptr<OutputFile> held_src[3], held_tgt[3];
+    for (Split sp : {Split::kValid, Split::kTest}) {
+      bool from_corpus = sp == Split::kValid ? !valid_files : !test_files;
+      if (!from_corpus) continue;
+      std::string name = sp == Split::kValid ? "valid" : "test";
+      held_src[static_cast<int>(sp)] = std::make_unique<OutputFile>(stage.file(name + "." + S));
+      held_tgt[static_cast<int>(sp)] = std::make_unique<OutputFile>(stage.file(name + "." + T));
+    }
+    SelectionSampler sampler(n_train, sample_pairs, seed ^ 0x5350u);
+    std::string s, t;
+    for (uint64_t i = 0; rs.next(s) && rt.next(t); ++i) {
+      int sp = static_cast<int>(splits[i]);
+      if (splits[i] != Split::kTrain) {
+        held_src[sp]->write_line(s);
+        held_tgt[sp]->write_line(t);
+      } else if (sampler.next()) {
+        sample_src.push_back(s);
+        (vc.joint ? sample_src : sample_tgt).push_back(t);
+      }
+    }
+    for (auto& f : held_src)
+      if (f) f->close();
+    for (auto& f : held_tgt)
+      if (f) f->close();
+  }
+
+  // Pass 3: SentencePiece.
+  std::string src_model = vc.joint ? "spm.model" : "spm." + S + ".model";
+  std::string tgt_model = vc.joint ? "spm.model" : "spm." + T + ".model";
+  spdlog::info("vocab: training {} {} SentencePiece model{} on {} sentences", vc.joint ? "a joint" : "separate",
+               vc.model_type, vc.joint ? "" : "s", sample_src.size() + sample_tgt.size());
+  Progress spm_progress("vocab", "models");
+  auto src_trained = text::train_sentencepiece(sample_src, vc, threads, seed);
+  sample_src = {};
+  auto src_vocab = SentencePieceVocab::from_serialized(src_trained.model_proto);
+  SentencePieceVocab tgt_vocab = src_vocab;
+  write_vocab_files(stage, vc.joint ? "spm" : "spm." + S, src_vocab);
+  if (!vc.joint) {
+    auto tgt_trained = text::train_sentencepiece(sample_tgt, vc, threads, seed);
+    sample_tgt = {};
+    tgt_vocab = SentencePieceVocab::from_serialized(tgt_trained.model_proto);
+    write_vocab_files(stage, "spm." + T, tgt_vocab);
+  }
+  spm_progress.advance(vc.joint ? 1 : 2);
+  spm_progress.finish();
+
+  // Pass 4: encode and binarize.
+  int src_bytes = token_bytes_for(src_vocab.size()), tgt_bytes = token_bytes_for(tgt_vocab.size());
+  SplitWriters writers[3];
+  const char* split_names[3] = {"train", "valid", "test"};
+  for (int k = 0; k < 3; ++k) {
+    writers[k].src = std::make_unique<TokenDatasetWriter>(stage.file(std::string(split_names[k]) + "." + S), src_bytes);
+    writers[k].tgt = std::make_unique<TokenDatasetWriter>(stage.file(std::string(split_names[k]) + "." + T), tgt_bytes);
+  }
+  uint64_t total = n;
+  if (valid_files) total += stats["inputs"]["valid"]["pairs_kept"].get<uint64_t>();
+  if (test_files) total += stats["inputs"]["test"]["pairs_kept"].get<uint64_t>();
+  Progress enc("encode", "pairs", total);
+  encode_pairs(stage.file("corpus.clean." + S), stage.file("corpus.clean." + T), src_vocab, tgt_vocab, threads,
+               [&](uint64_t i) { return &writers[static_cast<int>(splits[i])]; }, enc);
+  if (valid_files)
+    encode_pairs(stage.file("valid." + S), stage.file("valid." + T), src_vocab, tgt_vocab, threads,
+                 [&](uint64_t) { return &writers[1]; }, enc);
+  if (test_files)
+    encode_pairs(stage.file("test." + S), stage.file("test." + T), src_vocab, tgt_vocab, threads,
+                 [&](uint64_t) { return &writers[2]; }, enc);
+  enc.finish();
+  nlohmann::json split_meta = nlohmann::json::object();
+  for (int k = 0; k < 3; ++k) {
+    writers[k].src->finish();
+    writers[k].tgt->finish();
+    std::string from = k == 0 ? "train" : (k == 1 ? (valid_files ? "valid" : "train") : (test_files ? "test" : "train"));
+    split_meta[split_names[k]] = {{"pairs", writers[k].src->sentences()},
+                                  {"src_tokens", writers[k].src->tokens()},
+                                  {"tgt_tokens", writers[k].tgt->tokens()},
+                                  {"src_unk_tokens", writers[k].src_unk},
+                                  {"tgt_unk_tokens", writers[k].tgt_unk},
+                                  {"from_input", from}};
+    spdlog::info("split {}: {} pairs, {} source and {} target tokens", split_names[k], writers[k].src->sentences(),
+                 writers[k].src->tokens(), writers[k].tgt->tokens());
+  }
+  stats["splits"] = split_meta;
+  std::error_code ec;
+  fs::remove(stage.file("corpus.clean." + S), ec);
+  fs::remove(stage.file("corpus.clean." + T), ec);
+
+  nlohmann::json meta = {
+      {"format", "parla-dataset"},
+      {"format_version", 1},
+      {"created_by", std::string("parla-preprocess ") + kVersion},
+      {"src_lang", S},
+      {"tgt_lang", T},
+      {"vocab", {{"joint", vc.joint},
+                 {"type", vc.model_type},
+                 {"src_model", src_model},
+                 {"tgt_model", tgt_model},
+                 {"src_size", src_vocab.size()},
+                 {"tgt_size", tgt_vocab.size()},
+                 {"special_ids", {{"pad", text::kPadId}, {"unk", text::kUnkId}, {"bos", text::kBosId},
+                                  {"eos", text::kEosId}}}}},
+      {"token_bytes", {{"src", src_bytes}, {"tgt", tgt_bytes}}},
+      {"splits", split_meta},
+      {"inputs", inputs},
+      {"config", config::to_json(cfg)},
+  };
+  write_file_atomically(stage.file("stats.json"), stats.dump(2) + "\n");
+  write_file_atomically(stage.file("meta.json"), meta.dump(2) + "\n");
+  stage.commit();
+  spdlog::info("wrote dataset '{}'", data.dir);
+  return {data.dir, stats, meta};
+}
+
+}  // namespace parla::data
