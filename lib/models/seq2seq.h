@@ -41,6 +41,8 @@ class Seq2SeqModel : public torch::nn::Module {
   virtual torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in) = 0;
 
   virtual int64_t vocab_size() const = 0;
+  // Source vocabulary size (what the model was built with; checkpoints store it). 0 when not known.
+  virtual int64_t source_vocab_size() const { return 0; }
   // Longest sequence the model can take (learned positions); INT64_MAX when unlimited.
   virtual int64_t max_positions() const = 0;
 };

@@ -1,5 +1,8 @@
 #pragma once
-// Section "model": Architecture and sizes of the model.
+// Section "model": Architecture and sizes of the model. Keys use the literature's names (Vaswani et al. 2017
+// for the Transformer, Bahdanau et al. 2015 / Luong et al. 2015 for the RNN, Devlin et al. 2019 for BERT).
+// Without a preset the defaults are the Transformer `base` sizes; a preset (tiny, base, big) fills every size
+// key the user did not set (the `given` set of the section's finalize hook).
 #include <string>
 #include <vector>
 
@@ -9,7 +12,36 @@ namespace parla {
 
 struct ModelConfig {
   std::string type = "transformer";  // transformer, rnn or bert
-  int d_model = 512;  // model (embedding) width
+  std::string preset = "";           // "", tiny, base or big: fills the size keys not given explicitly
+
+  // Transformer (and BERT) sizes; defaults are the paper's base model.
+  int d_model = 512;             // model (embedding) width
+  int ffn_dim = 2048;            // inner width of the position-wise feed-forward network
+  int heads = 8;                 // attention heads (d_model must be divisible by heads)
+  int encoder_layers = 6;        // encoder (and BERT) layers
+  int decoder_layers = 6;        // decoder layers
+  double dropout = 0.1;          // residual and embedding dropout (P_drop)
+  double attention_dropout = 0.0;   // dropout on attention weights
+  double activation_dropout = 0.0;  // dropout after the feed-forward activation
+  std::string activation = "relu";  // relu or gelu
+  std::string norm = "post";        // post (as in the paper) or pre (layer norm before each sublayer)
+  std::string positions = "sinusoidal";  // sinusoidal or learned
+  int max_positions = 1024;              // longest sequence for learned positions (and BERT)
+  bool share_embeddings = false;  // one embedding table for source and target (needs a joint vocabulary)
+  bool tie_output = true;         // decoder input embedding = output projection (Press & Wolf 2017)
+  std::string attention = "full";  // self-attention: full, local (window) or linear (elu+1 feature map)
+  int local_window = 16;           // local attention: attend to positions at most this far away
+
+  // RNN (Bahdanau et al. 2015 / Luong et al. 2015).
+  std::string rnn_cell = "gru";            // gru or lstm
+  std::string rnn_attention = "bahdanau";  // bahdanau (additive) or luong (general, multiplicative)
+  int rnn_hidden = 512;                    // hidden size of each encoder direction and of the decoder
+  int rnn_layers = 1;                      // stacked layers in encoder and decoder
+  int embed_dim = 512;                     // RNN word embedding size
+  bool input_feeding = true;               // feed the previous attentional vector into the decoder input
+
+  // BERT.
+  int segments = 2;  // segment (token type) vocabulary size
 
   static const config::SectionSchema<ModelConfig>& schema();
 };

@@ -1,0 +1,56 @@
+#pragma once
+// Model-level checkpoints: one file holding the weights, the effective config the model was built from, the
+// SentencePiece models (so a checkpoint is self-contained) and free-form info; the trainer adds its own
+// archives (optimizer, scheduler, RNG) through `extra`.
+//
+// File layout (a torch::serialize archive):
+//   parla_format   int, kCheckpointFormat
+//   parla_meta     string, JSON {"config", "info", "src_vocab_size", "tgt_vocab_size"}
+//   parla_src_spm, parla_tgt_spm   uint8 tensors with the serialized SentencePiece protos (may be empty)
+//   model          sub-archive of the module's parameters and buffers (torch::nn::Module::save)
+//   ...            whatever `extra` writes
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include <nlohmann/json.hpp>
+#include <torch/nn/module.h>
+#include <torch/serialize/input-archive.h>
+#include <torch/serialize/output-archive.h>
+
+#include "models/seq2seq.h"
+
+namespace parla::models {
+
+inline constexpr int64_t kCheckpointFormat = 1;
+
+struct ModelMeta {
+  nlohmann::json config;         // the effective config (parla::config::to_json) the model was built from
+  std::string src_spm, tgt_spm;  // serialized SentencePiece model protos (empty if not known)
+  nlohmann::json info;           // free-form: step, epoch, validation scores, ...
+  // Vocabulary sizes the model was built with (needed to rebuild it). save_checkpoint fills them from the
+  // model when it is a parla Seq2SeqModel or BertModel, so callers need not set them.
+  int64_t src_vocab_size = 0, tgt_vocab_size = 0;
+};
+
+// Writes atomically (temp file in the same folder, then rename). `extra` may be empty. Throws IoError when the
+// file cannot be written.
+void save_checkpoint(const std::string& path, torch::nn::Module& model, const ModelMeta& meta,
+                     const std::function<void(torch::serialize::OutputArchive&)>& extra = {});
+
+struct LoadedSeq2Seq {
+  std::shared_ptr<Seq2SeqModel> model;  // in eval mode
+  ModelMeta meta;
+};
+
+// Rebuilds the model from meta.config["model"] and the stored vocabulary sizes via the factory and loads its
+// weights. DataError naming the file for a missing, corrupt or non-parla file, or a config/weight mismatch.
+LoadedSeq2Seq load_seq2seq(const std::string& path);
+ModelMeta read_meta(const std::string& path);
+// Loads weights into an existing model (every parameter and buffer must be present with the same shape), then
+// lets `extra` read the trainer's archives.
+void load_weights(const std::string& path, torch::nn::Module& model,
+                  const std::function<void(torch::serialize::InputArchive&)>& extra = {});
+
+}  // namespace parla::models

@@ -1,0 +1,83 @@
+#include "models/transformer.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+
+namespace parla::models {
+
+void TransformerState::reorder(const torch::Tensor& indices) {
+  memory_valid = memory_valid.index_select(0, indices);
+  cache.reorder(indices);
+}
+
+TransformerModel::TransformerModel(const ModelConfig& cfg, int64_t src_vocab, int64_t tgt_vocab)
+    : cfg_(cfg), src_vocab_(src_vocab), tgt_vocab_(tgt_vocab) {
+  if (src_vocab < 4 || tgt_vocab < 4)
+    throw ConfigError("vocabulary sizes " + std::to_string(src_vocab) + "/" + std::to_string(tgt_vocab) +
+                      " are too small (pad, unk, bos, eos need 4 ids)");
+  if (cfg.share_embeddings && src_vocab != tgt_vocab)
+    throw ConfigError("key 'model.share_embeddings': needs a joint vocabulary, but the source has " +
+                      std::to_string(src_vocab) + " and the target " + std::to_string(tgt_vocab) + " entries");
+  tgt_embed = register_module("tgt_embed", nn::Embedding(tgt_vocab, cfg.d_model, true, kPadId));
+  if (cfg.share_embeddings)
+    src_embed = tgt_embed;
+  else
+    src_embed = register_module("src_embed", nn::Embedding(src_vocab, cfg.d_model, true, kPadId));
+  src_positions = register_module("src_positions", nn::PositionalEncoding(cfg.positions, cfg.max_positions, cfg.d_model));
+  tgt_positions = register_module("tgt_positions", nn::PositionalEncoding(cfg.positions, cfg.max_positions, cfg.d_model));
+  encoder = register_module("encoder", TransformerEncoder(cfg));
+  decoder = register_module("decoder", TransformerDecoder(cfg));
+  if (!cfg.tie_output)
+    output_weight = register_parameter("output_weight",
+                                       torch::randn({tgt_vocab, cfg.d_model}) * std::pow(double(cfg.d_model), -0.5));
+}
+
+int64_t TransformerModel::max_positions() const {
+  return std::min(src_positions->max_positions(), tgt_positions->max_positions());
+}
+
+torch::Tensor TransformerModel::embed(nn::Embedding& table, nn::PositionalEncoding& positions, const torch::Tensor& ids,
+                                      int64_t offset) {
+  auto x = table(ids) + positions(ids.size(1), offset).to(table->weight.dtype());
+  return cfg_.dropout > 0 && is_training() ? torch::dropout(x, cfg_.dropout, true) : x;
+}
+
+torch::Tensor TransformerModel::encode(const torch::Tensor& src) {
+  TORCH_CHECK(src.dim() == 2, "src must be [B, S]");
+  return encoder(embed(src_embed, src_positions, src, 0), src.ne(kPadId));
+}
+
+torch::Tensor TransformerModel::output_logits(const torch::Tensor& hidden) {
+  return torch::matmul(hidden, (output_weight.defined() ? output_weight : tgt_embed->weight).t());
+}
+
+torch::Tensor TransformerModel::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {
+  TORCH_CHECK(tgt_in.dim() == 2 && tgt_in.size(0) == src.size(0), "tgt_in must be [B, T] with the batch of src");
+  auto memory = encode(src);
+  auto h = decoder->forward(embed(tgt_embed, tgt_positions, tgt_in, 0), memory, src.ne(kPadId));
+  return output_logits(h);
+}
+
+std::unique_ptr<DecoderState> TransformerModel::start(const torch::Tensor& src) {
+  auto state = std::make_unique<TransformerState>();
+  auto memory = encode(src);
+  state->memory_valid = src.ne(kPadId);
+  state->cache = decoder->start(memory);
+  return state;
+}
+
+torch::Tensor TransformerModel::step(const torch::Tensor& prev, DecoderState& base_state, torch::Tensor* attention) {
+  auto& state = dynamic_cast<TransformerState&>(base_state);
+  auto x = embed(tgt_embed, tgt_positions, prev.view({-1, 1}), state.steps_);
+  torch::Tensor weights;
+  auto h = decoder->step(x, state.cache, state.memory_valid, attention ? &weights : nullptr);
+  state.steps_ += 1;
+  if (attention) *attention = weights.mean(1).squeeze(1);  // [N, H, 1, S] -> [N, S]
+  return torch::log_softmax(output_logits(h.squeeze(1)), -1);
+}
+
+}  // namespace parla::models

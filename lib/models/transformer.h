@@ -1,0 +1,64 @@
+#pragma once
+// The Transformer translation model (Vaswani et al. 2017): scaled token embeddings plus sinusoidal or learned
+// positions, encoder and decoder stacks, output projection (optionally tied to the decoder embedding, and one
+// embedding table for both sides when the vocabulary is joint).
+//
+// Initialisation (as fairseq): Xavier uniform for every projection, normal(0, d^-0.5) for embeddings (pad row
+// zero), layer norms at (1, 0), biases zero; an untied output projection is normal(0, d^-0.5).
+#include <memory>
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+#include "core/config/model_config.h"
+#include "models/seq2seq.h"
+#include "models/transformer_decoder.h"
+#include "models/transformer_encoder.h"
+#include "nn/embedding.h"
+#include "nn/positional_encoding.h"
+
+namespace parla::models {
+
+// Incremental decoding state: source padding mask, per-layer caches, steps taken.
+class TransformerState : public DecoderState {
+ public:
+  void reorder(const torch::Tensor& indices) override;
+  int64_t steps() const override { return steps_; }
+
+  torch::Tensor memory_valid;  // bool [N, S]
+  TransformerDecoderCache cache;
+  int64_t steps_ = 0;
+};
+
+class TransformerModel : public Seq2SeqModel {
+ public:
+  // Throws ConfigError naming the key for impossible settings (share_embeddings with different vocab sizes).
+  TransformerModel(const ModelConfig& cfg, int64_t src_vocab, int64_t tgt_vocab);
+
+  std::unique_ptr<DecoderState> start(const torch::Tensor& src) override;
+  torch::Tensor step(const torch::Tensor& prev, DecoderState& state, torch::Tensor* attention = nullptr) override;
+  torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in) override;
+  int64_t vocab_size() const override { return tgt_vocab_; }
+  int64_t source_vocab_size() const override { return src_vocab_; }
+  int64_t max_positions() const override;
+
+  // Encoder output [B, S, D] of src [B, S].
+  torch::Tensor encode(const torch::Tensor& src);
+  // Decoder hidden states [B, T, D] -> logits [B, T, V].
+  torch::Tensor output_logits(const torch::Tensor& hidden);
+  const ModelConfig& config() const { return cfg_; }
+
+  nn::Embedding src_embed{nullptr}, tgt_embed{nullptr};  // the same module when share_embeddings
+  nn::PositionalEncoding src_positions{nullptr}, tgt_positions{nullptr};
+  TransformerEncoder encoder{nullptr};
+  TransformerDecoder decoder{nullptr};
+  torch::Tensor output_weight;  // [V, D]; undefined when tied to tgt_embed
+
+ private:
+  torch::Tensor embed(nn::Embedding& table, nn::PositionalEncoding& positions, const torch::Tensor& ids,
+                      int64_t offset);
+  ModelConfig cfg_;
+  int64_t src_vocab_, tgt_vocab_;
+};
+
+}  // namespace parla::models

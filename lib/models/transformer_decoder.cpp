@@ -1,0 +1,108 @@
+#include "models/transformer_decoder.h"
+
+#include <torch/torch.h>
+
+#include "models/transformer_encoder.h"
+
+namespace parla::models {
+
+void TransformerDecoderCache::reorder(const torch::Tensor& indices) {
+  for (auto& c : self) c.reorder(indices);
+  for (auto& k : cross_k) k = k.index_select(0, indices);
+  for (auto& v : cross_v) v = v.index_select(0, indices);
+}
+
+TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const ModelConfig& cfg)
+    : pre_norm_(cfg.norm == "pre"), dropout_(cfg.dropout) {
+  self_attn = register_module("self_attn", nn::MultiHeadAttention(self_attention_options(cfg)));
+  nn::MultiHeadAttentionOptions cross;
+  cross.d_model = cfg.d_model;
+  cross.heads = cfg.heads;
+  cross.dropout = cfg.attention_dropout;
+  cross.self_attention = false;  // always full attention over the source
+  cross_attn = register_module("cross_attn", nn::MultiHeadAttention(cross));
+  ffn = register_module("ffn", nn::FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.activation_dropout));
+  auto ln = [&] { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})); };
+  self_attn_norm = register_module("self_attn_norm", ln());
+  cross_attn_norm = register_module("cross_attn_norm", ln());
+  ffn_norm = register_module("ffn_norm", ln());
+}
+
+template <class SelfAttention>
+torch::Tensor TransformerDecoderLayerImpl::run(const torch::Tensor& x, SelfAttention&& self_attention,
+                                               const torch::Tensor& mem_k, const torch::Tensor& mem_v,
+                                               const torch::Tensor& memory_valid, torch::Tensor* cross_weights) {
+  auto drop = [&](const torch::Tensor& t) { return dropout_ > 0 && is_training() ? torch::dropout(t, dropout_, true) : t; };
+  auto cross = [&](const torch::Tensor& h) { return cross_attn->cross_attend(h, mem_k, mem_v, memory_valid, cross_weights); };
+  torch::Tensor h = x;
+  if (pre_norm_) {
+    h = h + drop(self_attention(self_attn_norm(h)));
+    h = h + drop(cross(cross_attn_norm(h)));
+    h = h + drop(ffn(ffn_norm(h)));
+  } else {
+    h = self_attn_norm(h + drop(self_attention(h)));
+    h = cross_attn_norm(h + drop(cross(h)));
+    h = ffn_norm(h + drop(ffn(h)));
+  }
+  return h;
+}
+
+torch::Tensor TransformerDecoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& mem_k,
+                                                   const torch::Tensor& mem_v, const torch::Tensor& memory_valid,
+                                                   torch::Tensor* cross_weights) {
+  // Right-padded targets need no padding mask: the causal mask already hides later (padding) positions from
+  // every real position, and outputs at padding positions are ignored by the loss.
+  return run(x, [&](const torch::Tensor& h) { return self_attn->self_attend(h, {}, true); }, mem_k, mem_v,
+             memory_valid, cross_weights);
+}
+
+torch::Tensor TransformerDecoderLayerImpl::step(const torch::Tensor& x, nn::SelfAttentionCache& cache,
+                                                const torch::Tensor& mem_k, const torch::Tensor& mem_v,
+                                                const torch::Tensor& memory_valid, torch::Tensor* cross_weights) {
+  return run(x, [&](const torch::Tensor& h) { return self_attn->self_attend_step(h, cache); }, mem_k, mem_v,
+             memory_valid, cross_weights);
+}
+
+TransformerDecoderImpl::TransformerDecoderImpl(const ModelConfig& cfg) {
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int i = 0; i < cfg.decoder_layers; ++i) layers->push_back(TransformerDecoderLayer(cfg));
+  if (cfg.norm == "pre")
+    final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));
+}
+
+torch::Tensor TransformerDecoderImpl::forward(const torch::Tensor& x, const torch::Tensor& memory,
+                                              const torch::Tensor& memory_valid, torch::Tensor* cross_weights) {
+  torch::Tensor h = x;
+  const size_t n = layers->size();
+  for (size_t i = 0; i < n; ++i) {
+    auto layer = layers->ptr<TransformerDecoderLayerImpl>(i);
+    auto [k, v] = layer->cross_attn->project_memory(memory);
+    h = layer->forward(h, k, v, memory_valid, i + 1 == n ? cross_weights : nullptr);
+  }
+  if (final_norm) h = final_norm(h);
+  return h;
+}
+
+TransformerDecoderCache TransformerDecoderImpl::start(const torch::Tensor& memory) {
+  TransformerDecoderCache cache;
+  cache.self.resize(layers->size());
+  for (size_t i = 0; i < layers->size(); ++i) {
+    auto [k, v] = layers->ptr<TransformerDecoderLayerImpl>(i)->cross_attn->project_memory(memory);
+    cache.cross_k.push_back(k);
+    cache.cross_v.push_back(v);
+  }
+  return cache;
+}
+
+torch::Tensor TransformerDecoderImpl::step(const torch::Tensor& x, TransformerDecoderCache& cache,
+                                           const torch::Tensor& memory_valid, torch::Tensor* cross_weights) {
+  torch::Tensor h = x;
+  const size_t n = layers->size();
+  for (size_t i = 0; i < n; ++i)
+    h = layers->ptr<TransformerDecoderLayerImpl>(i)->step(h, cache.self[i], cache.cross_k[i], cache.cross_v[i],
+                                                          memory_valid, i + 1 == n ? cross_weights : nullptr);
+  if (final_norm) h = final_norm(h);
+  return h;
+}
+
+}  // namespace parla::models

@@ -1,0 +1,67 @@
+#pragma once
+// The Transformer decoder stack (Vaswani et al. 2017, Sec. 3.1): masked (causal) self-attention, cross-attention
+// over the encoder output, feed-forward; post- or pre-norm as in the encoder. Runs either over a whole target
+// prefix (training) or one position at a time with per-layer caches (decoding): the self-attention key/value
+// cache grows by one position per step, the cross-attention keys/values are computed once per sentence.
+#include <vector>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/container/modulelist.h>
+#include <torch/nn/modules/normalization.h>
+#include <torch/types.h>
+
+#include "core/config/model_config.h"
+#include "nn/feed_forward.h"
+#include "nn/multi_head_attention.h"
+
+namespace parla::models {
+
+// The decoder's incremental state, one entry per layer.
+struct TransformerDecoderCache {
+  std::vector<nn::SelfAttentionCache> self;
+  std::vector<torch::Tensor> cross_k, cross_v;  // [N, H, S, Dh]
+  void reorder(const torch::Tensor& indices);
+};
+
+class TransformerDecoderLayerImpl : public torch::nn::Module {
+ public:
+  explicit TransformerDecoderLayerImpl(const ModelConfig& cfg);
+  // Whole prefix: x [B, T, D], memory keys/values from cross_attn->project_memory, memory_valid [B, S].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mem_k, const torch::Tensor& mem_v,
+                        const torch::Tensor& memory_valid, torch::Tensor* cross_weights = nullptr);
+  // One position: x [N, 1, D].
+  torch::Tensor step(const torch::Tensor& x, nn::SelfAttentionCache& cache, const torch::Tensor& mem_k,
+                     const torch::Tensor& mem_v, const torch::Tensor& memory_valid, torch::Tensor* cross_weights);
+
+  nn::MultiHeadAttention self_attn{nullptr}, cross_attn{nullptr};
+  nn::FeedForward ffn{nullptr};
+  torch::nn::LayerNorm self_attn_norm{nullptr}, cross_attn_norm{nullptr}, ffn_norm{nullptr};
+
+ private:
+  template <class SelfAttention>
+  torch::Tensor run(const torch::Tensor& x, SelfAttention&& self_attention, const torch::Tensor& mem_k,
+                    const torch::Tensor& mem_v, const torch::Tensor& memory_valid, torch::Tensor* cross_weights);
+  bool pre_norm_;
+  double dropout_;
+};
+TORCH_MODULE(TransformerDecoderLayer);
+
+class TransformerDecoderImpl : public torch::nn::Module {
+ public:
+  explicit TransformerDecoderImpl(const ModelConfig& cfg);
+  // Embedded target prefix x [B, T, D] over encoder output memory [B, S, D] -> hidden [B, T, D].
+  // `cross_weights` receives the last layer's cross-attention weights [B, H, T, S].
+  torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& memory, const torch::Tensor& memory_valid,
+                        torch::Tensor* cross_weights = nullptr);
+  // Fresh cache with the cross-attention keys/values of `memory`.
+  TransformerDecoderCache start(const torch::Tensor& memory);
+  // One position x [N, 1, D] -> [N, 1, D].
+  torch::Tensor step(const torch::Tensor& x, TransformerDecoderCache& cache, const torch::Tensor& memory_valid,
+                     torch::Tensor* cross_weights = nullptr);
+
+  torch::nn::ModuleList layers;
+  torch::nn::LayerNorm final_norm{nullptr};  // pre-norm only
+};
+TORCH_MODULE(TransformerDecoder);
+
+}  // namespace parla::models

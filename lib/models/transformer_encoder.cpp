@@ -1,0 +1,54 @@
+#include "models/transformer_encoder.h"
+
+#include <torch/torch.h>
+
+namespace parla::models {
+
+nn::MultiHeadAttentionOptions self_attention_options(const ModelConfig& cfg) {
+  nn::MultiHeadAttentionOptions o;
+  o.d_model = cfg.d_model;
+  o.heads = cfg.heads;
+  o.dropout = cfg.attention_dropout;
+  o.kind = nn::parse_attention_kind(cfg.attention);
+  o.window = cfg.local_window;
+  o.self_attention = true;
+  return o;
+}
+
+TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const ModelConfig& cfg)
+    : pre_norm_(cfg.norm == "pre"), dropout_(cfg.dropout) {
+  self_attn = register_module("self_attn", nn::MultiHeadAttention(self_attention_options(cfg)));
+  ffn = register_module("ffn", nn::FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.activation_dropout));
+  self_attn_norm = register_module("self_attn_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));
+  ffn_norm = register_module("ffn_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));
+}
+
+torch::Tensor TransformerEncoderLayerImpl::forward(const torch::Tensor& x, const torch::Tensor& key_valid,
+                                                   torch::Tensor* weights) {
+  auto drop = [&](const torch::Tensor& t) { return dropout_ > 0 && is_training() ? torch::dropout(t, dropout_, true) : t; };
+  torch::Tensor h = x;
+  if (pre_norm_) {
+    h = h + drop(self_attn->self_attend(self_attn_norm(h), key_valid, false, weights));
+    h = h + drop(ffn(ffn_norm(h)));
+  } else {
+    h = self_attn_norm(h + drop(self_attn->self_attend(h, key_valid, false, weights)));
+    h = ffn_norm(h + drop(ffn(h)));
+  }
+  return h;
+}
+
+TransformerEncoderImpl::TransformerEncoderImpl(const ModelConfig& cfg) {
+  layers = register_module("layers", torch::nn::ModuleList());
+  for (int i = 0; i < cfg.encoder_layers; ++i) layers->push_back(TransformerEncoderLayer(cfg));
+  if (cfg.norm == "pre")
+    final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));
+}
+
+torch::Tensor TransformerEncoderImpl::forward(const torch::Tensor& x, const torch::Tensor& key_valid) {
+  torch::Tensor h = x;
+  for (size_t i = 0; i < layers->size(); ++i) h = layers->ptr<TransformerEncoderLayerImpl>(i)->forward(h, key_valid);
+  if (final_norm) h = final_norm(h);
+  return h;
+}
+
+}  // namespace parla::models

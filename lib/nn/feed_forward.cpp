@@ -1,0 +1,29 @@
+#include "nn/feed_forward.h"
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+
+namespace parla::nn {
+
+FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t ffn_dim, const std::string& activation,
+                                 double activation_dropout)
+    : gelu_(activation == "gelu"), activation_dropout_(activation_dropout) {
+  if (activation != "relu" && activation != "gelu")
+    throw ConfigError("key 'model.activation': unknown activation '" + activation + "' (must be one of: relu, gelu)");
+  fc1 = register_module("fc1", torch::nn::Linear(d_model, ffn_dim));
+  fc2 = register_module("fc2", torch::nn::Linear(ffn_dim, d_model));
+  for (auto* l : {&fc1, &fc2}) {
+    torch::nn::init::xavier_uniform_((*l)->weight);
+    torch::nn::init::zeros_((*l)->bias);
+  }
+}
+
+torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
+  auto h = fc1(x);
+  h = gelu_ ? torch::gelu(h) : torch::relu(h);
+  if (activation_dropout_ > 0 && is_training()) h = torch::dropout(h, activation_dropout_, true);
+  return fc2(h);
+}
+
+}  // namespace parla::nn

@@ -1,0 +1,26 @@
+#pragma once
+// Position-wise feed-forward network (Vaswani et al. 2017, Eq. 2): FFN(x) = act(x W1 + b1) W2 + b2, with ReLU
+// as in the paper or GELU (Hendrycks & Gimpel 2016; BERT), and optional dropout after the activation.
+#include <string>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/types.h>
+
+namespace parla::nn {
+
+class FeedForwardImpl : public torch::nn::Module {
+ public:
+  // activation: "relu" or "gelu".
+  FeedForwardImpl(int64_t d_model, int64_t ffn_dim, const std::string& activation, double activation_dropout);
+  torch::Tensor forward(const torch::Tensor& x);
+
+  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+
+ private:
+  bool gelu_;
+  double activation_dropout_;
+};
+TORCH_MODULE(FeedForward);
+
+}  // namespace parla::nn

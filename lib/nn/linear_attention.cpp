@@ -1,0 +1,63 @@
+#include "nn/linear_attention.h"
+
+#include <torch/torch.h>
+
+namespace parla::nn {
+
+namespace {
+// Guards the normaliser; phi > 0 makes it positive except for rows whose keys are all padding.
+constexpr double kEps = 1e-6;
+
+torch::Tensor masked_features(const torch::Tensor& k, const torch::Tensor& key_valid) {
+  auto fk = elu_feature_map(k);
+  if (key_valid.defined()) fk = fk * key_valid.unsqueeze(1).unsqueeze(-1).to(fk.scalar_type());
+  return fk;
+}
+}  // namespace
+
+torch::Tensor elu_feature_map(const torch::Tensor& x) { return torch::elu(x) + 1.0; }
+
+torch::Tensor linear_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                               const torch::Tensor& key_valid, bool causal) {
+  auto fq = elu_feature_map(q);
+  auto fk = masked_features(k, key_valid);
+  if (!causal) {
+    auto kv = torch::matmul(fk.transpose(-2, -1), v);         // [B,H,Dh,Dv]
+    auto z = fk.sum(-2, /*keepdim=*/true);                     // [B,H,1,Dh]
+    auto num = torch::matmul(fq, kv);                          // [B,H,Tq,Dv]
+    auto den = (fq * z).sum(-1, /*keepdim=*/true) + kEps;      // [B,H,Tq,1]
+    return num / den;
+  }
+  TORCH_CHECK(q.size(-2) == k.size(-2), "causal linear attention needs as many queries as keys");
+  // Prefix sums of the outer products phi(k_j) v_j^T: memory O(T Dh Dv), linear in T.
+  auto s = torch::cumsum(fk.unsqueeze(-1) * v.unsqueeze(-2), 2);       // [B,H,T,Dh,Dv]
+  auto z = torch::cumsum(fk, 2);                                       // [B,H,T,Dh]
+  auto num = torch::matmul(fq.unsqueeze(-2), s).squeeze(-2);           // [B,H,T,Dv]
+  auto den = (fq * z).sum(-1, /*keepdim=*/true) + kEps;
+  return num / den;
+}
+
+torch::Tensor linear_attention_weights(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& key_valid,
+                                       bool causal) {
+  auto a = torch::matmul(elu_feature_map(q), masked_features(k, key_valid).transpose(-2, -1));
+  if (causal) {
+    auto tq = q.size(-2), tk = k.size(-2);
+    a = a * torch::ones({tq, tk}, a.options()).tril(tk - tq);
+  }
+  return a / (a.sum(-1, /*keepdim=*/true) + kEps);
+}
+
+torch::Tensor linear_attention_step(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                    LinearAttentionState& state) {
+  auto fq = elu_feature_map(q);                                    // [B,H,1,Dh]
+  auto fk = elu_feature_map(k);
+  auto kv = torch::matmul(fk.transpose(-2, -1), v);                // [B,H,Dh,Dv]
+  auto zk = fk.squeeze(-2);                                        // [B,H,Dh]
+  state.s = state.s.defined() ? state.s + kv : kv;
+  state.z = state.z.defined() ? state.z + zk : zk;
+  auto num = torch::matmul(fq, state.s);                           // [B,H,1,Dv]
+  auto den = (fq * state.z.unsqueeze(-2)).sum(-1, /*keepdim=*/true) + kEps;
+  return num / den;
+}
+
+}  // namespace parla::nn

@@ -1,0 +1,145 @@
+#include "nn/multi_head_attention.h"
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "nn/attention_masks.h"
+#include "nn/attention_scores.h"
+#include "nn/masked_softmax.h"
+
+namespace parla::nn {
+
+AttentionKind parse_attention_kind(const std::string& name) {
+  if (name == "full") return AttentionKind::kFull;
+  if (name == "local") return AttentionKind::kLocal;
+  if (name == "linear") return AttentionKind::kLinear;
+  throw ConfigError("key 'model.attention': unknown attention '" + name + "' (must be one of: full, local, linear)");
+}
+
+void SelfAttentionCache::reorder(const torch::Tensor& indices) {
+  if (k.defined()) k = k.index_select(0, indices);
+  if (v.defined()) v = v.index_select(0, indices);
+  if (linear.s.defined()) linear.s = linear.s.index_select(0, indices);
+  if (linear.z.defined()) linear.z = linear.z.index_select(0, indices);
+}
+
+MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& options) : options_(options) {
+  const int64_t d = options.d_model;
+  if (options.heads < 1 || d % options.heads != 0)
+    throw ConfigError("key 'model.heads': d_model " + std::to_string(d) + " is not divisible by " +
+                      std::to_string(options.heads) + " heads");
+  head_dim_ = d / options.heads;
+  // Xavier uniform per projection matrix (as fairseq); the fused matrices are initialised block by block so
+  // each block has the fan of a [D, D] matrix.
+  auto xavier_blocks = [d](torch::Tensor w) {
+    torch::NoGradGuard g;
+    for (int64_t i = 0; i < w.size(0) / d; ++i) {
+      auto block = w.narrow(0, i * d, d);
+      torch::nn::init::xavier_uniform_(block);
+    }
+  };
+  if (options.self_attention) {
+    qkv_proj = register_module("qkv_proj", torch::nn::Linear(d, 3 * d));
+    xavier_blocks(qkv_proj->weight);
+    torch::nn::init::zeros_(qkv_proj->bias);
+  } else {
+    q_proj = register_module("q_proj", torch::nn::Linear(d, d));
+    kv_proj = register_module("kv_proj", torch::nn::Linear(d, 2 * d));
+    xavier_blocks(q_proj->weight);
+    xavier_blocks(kv_proj->weight);
+    torch::nn::init::zeros_(q_proj->bias);
+    torch::nn::init::zeros_(kv_proj->bias);
+  }
+  out_proj = register_module("out_proj", torch::nn::Linear(d, d));
+  torch::nn::init::xavier_uniform_(out_proj->weight);
+  torch::nn::init::zeros_(out_proj->bias);
+}
+
+torch::Tensor MultiHeadAttentionImpl::split_heads(const torch::Tensor& x) const {
+  return x.view({x.size(0), x.size(1), options_.heads, head_dim_}).transpose(1, 2);
+}
+
+torch::Tensor MultiHeadAttentionImpl::merge_heads(const torch::Tensor& x) const {
+  return x.transpose(1, 2).reshape({x.size(0), x.size(2), options_.d_model});
+}
+
+torch::Tensor MultiHeadAttentionImpl::softmax_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                                        const torch::Tensor& v, const torch::Tensor& allowed,
+                                                        torch::Tensor* weights) {
+  auto w = masked_softmax(scaled_dot_scores(q, k), allowed);  // Eq. 1
+  if (weights) *weights = w;
+  if (options_.dropout > 0 && is_training()) w = torch::dropout(w, options_.dropout, true);
+  return torch::matmul(w, v);
+}
+
+torch::Tensor MultiHeadAttentionImpl::self_attend(const torch::Tensor& x, const torch::Tensor& key_valid, bool causal,
+                                                  torch::Tensor* weights) {
+  TORCH_CHECK(options_.self_attention, "self_attend on a cross-attention module");
+  const int64_t t = x.size(1);
+  auto qkv = qkv_proj(x).chunk(3, -1);
+  auto q = split_heads(qkv[0]), k = split_heads(qkv[1]), v = split_heads(qkv[2]);
+  torch::Tensor out;
+  if (options_.kind == AttentionKind::kLinear) {
+    out = linear_attention(q, k, v, key_valid, causal);
+    if (weights) *weights = linear_attention_weights(q, k, key_valid, causal);
+  } else {
+    torch::Tensor allowed;
+    if (key_valid.defined()) allowed = key_valid.unsqueeze(1).unsqueeze(2);
+    if (options_.kind == AttentionKind::kLocal)
+      allowed = combine_masks(allowed, local_mask(t, t, options_.window, causal).to(x.device()));
+    else if (causal)
+      allowed = combine_masks(allowed, causal_mask(t, t).to(x.device()));
+    out = softmax_attention(q, k, v, allowed, weights);
+  }
+  return out_proj(merge_heads(out));
+}
+
+torch::Tensor MultiHeadAttentionImpl::self_attend_step(const torch::Tensor& x, SelfAttentionCache& cache,
+                                                       torch::Tensor* weights) {
+  TORCH_CHECK(options_.self_attention, "self_attend_step on a cross-attention module");
+  auto qkv = qkv_proj(x).chunk(3, -1);
+  auto q = split_heads(qkv[0]), k = split_heads(qkv[1]), v = split_heads(qkv[2]);
+  torch::Tensor out;
+  if (options_.kind == AttentionKind::kLinear) {
+    out = linear_attention_step(q, k, v, cache.linear);
+    if (weights) {
+      // The recurrent state forgets the individual keys; keep them only when weights are wanted.
+      cache.k = cache.k.defined() ? torch::cat({cache.k, k}, 2) : k;
+      *weights = linear_attention_weights(q, cache.k, {}, false);
+    }
+  } else {
+    cache.k = cache.k.defined() ? torch::cat({cache.k, k}, 2) : k;
+    cache.v = cache.v.defined() ? torch::cat({cache.v, v}, 2) : v;
+    torch::Tensor keys = cache.k, values = cache.v;
+    if (options_.kind == AttentionKind::kLocal) {
+      // Positions older than the window can never be attended again: keep only the last window+1.
+      const int64_t keep = options_.window + 1;
+      if (cache.k.size(2) > keep) {
+        cache.k = cache.k.narrow(2, cache.k.size(2) - keep, keep);
+        cache.v = cache.v.narrow(2, cache.v.size(2) - keep, keep);
+      }
+      keys = cache.k;
+      values = cache.v;
+    }
+    out = softmax_attention(q, keys, values, {}, weights);
+  }
+  cache.length += 1;
+  return out_proj(merge_heads(out));
+}
+
+std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::project_memory(const torch::Tensor& memory) {
+  TORCH_CHECK(!options_.self_attention, "project_memory on a self-attention module");
+  auto kv = kv_proj(memory).chunk(2, -1);
+  return {split_heads(kv[0]), split_heads(kv[1])};
+}
+
+torch::Tensor MultiHeadAttentionImpl::cross_attend(const torch::Tensor& x, const torch::Tensor& k,
+                                                   const torch::Tensor& v, const torch::Tensor& key_valid,
+                                                   torch::Tensor* weights) {
+  auto q = split_heads(q_proj(x));
+  torch::Tensor allowed;
+  if (key_valid.defined()) allowed = key_valid.unsqueeze(1).unsqueeze(2);
+  return out_proj(merge_heads(softmax_attention(q, k, v, allowed, weights)));
+}
+
+}  // namespace parla::nn

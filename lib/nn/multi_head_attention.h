@@ -1,0 +1,78 @@
+#pragma once
+// Multi-head attention (Vaswani et al. 2017, Sec. 3.2.2): MultiHead(Q, K, V) = Concat(head_1..h) W^O with
+// head_i = Attention(Q W_i^Q, K W_i^K, V W_i^V). All heads are computed at once in a [B, H, T, Dh] layout
+// with batched matmuls; self-attention uses one fused [D, 3D] projection for Q, K and V.
+//
+// The attention function is selectable (model.attention): full scaled dot-product, local (restricted to a
+// window of positions) or linear (elu+1 kernel, Katharopoulos et al. 2020). Every call can return the weights.
+#include <string>
+
+#include <torch/nn/module.h>
+#include <torch/nn/modules/linear.h>
+#include <torch/types.h>
+
+#include "nn/linear_attention.h"
+
+namespace parla::nn {
+
+enum class AttentionKind { kFull, kLocal, kLinear };
+// "full", "local", "linear" (the model.attention values).
+AttentionKind parse_attention_kind(const std::string& name);
+
+struct MultiHeadAttentionOptions {
+  int64_t d_model = 512;
+  int64_t heads = 8;
+  double dropout = 0.0;                     // on the attention weights (full and local)
+  AttentionKind kind = AttentionKind::kFull;
+  int64_t window = 16;                      // local attention
+  bool self_attention = true;               // fused QKV projection; else separate Q and fused KV projections
+};
+
+// Incremental state of one decoder self-attention layer: the key/value cache [N, H, T, Dh] (full, local),
+// or the running sums of linear attention. Rows are hypotheses.
+struct SelfAttentionCache {
+  torch::Tensor k, v;
+  LinearAttentionState linear;
+  int64_t length = 0;  // positions seen so far
+  void reorder(const torch::Tensor& indices);
+};
+
+class MultiHeadAttentionImpl : public torch::nn::Module {
+ public:
+  explicit MultiHeadAttentionImpl(const MultiHeadAttentionOptions& options);
+
+  // Self-attention over x [B, T, D]; key_valid bool [B, T] (true = real token) or undefined. When `weights`
+  // is non-null it receives the attention weights [B, H, T, T].
+  torch::Tensor self_attend(const torch::Tensor& x, const torch::Tensor& key_valid, bool causal,
+                            torch::Tensor* weights = nullptr);
+  // One causal step of self-attention: x [N, 1, D] is the newest position; the cache grows by one. Equal to
+  // the last row of self_attend(all positions, causal=true).
+  torch::Tensor self_attend_step(const torch::Tensor& x, SelfAttentionCache& cache, torch::Tensor* weights = nullptr);
+
+  // Cross-attention keys and values of `memory` [B, S, D] -> {k, v} each [B, H, S, Dh]; computed once per
+  // sentence and cached by the decoder.
+  std::pair<torch::Tensor, torch::Tensor> project_memory(const torch::Tensor& memory);
+  // Full attention of queries x [B, T, D] over projected memory; key_valid [B, S] or undefined.
+  torch::Tensor cross_attend(const torch::Tensor& x, const torch::Tensor& k, const torch::Tensor& v,
+                             const torch::Tensor& key_valid, torch::Tensor* weights = nullptr);
+
+  const MultiHeadAttentionOptions& options() const { return options_; }
+
+  torch::nn::Linear qkv_proj{nullptr};  // self-attention: [3D, D] = rows W^Q; W^K; W^V
+  torch::nn::Linear q_proj{nullptr};    // cross-attention
+  torch::nn::Linear kv_proj{nullptr};   // cross-attention: [2D, D] = rows W^K; W^V
+  torch::nn::Linear out_proj{nullptr};  // W^O
+
+ private:
+  torch::Tensor split_heads(const torch::Tensor& x) const;  // [B, T, D] -> [B, H, T, Dh]
+  torch::Tensor merge_heads(const torch::Tensor& x) const;  // [B, H, T, Dh] -> [B, T, D]
+  // Softmax attention; `allowed` bool broadcastable to [B, H, Tq, Tk] or undefined.
+  torch::Tensor softmax_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                  const torch::Tensor& allowed, torch::Tensor* weights);
+
+  MultiHeadAttentionOptions options_;
+  int64_t head_dim_;
+};
+TORCH_MODULE(MultiHeadAttention);
+
+}  // namespace parla::nn

@@ -1,0 +1,51 @@
+#include "nn/positional_encoding.h"
+
+#include <cmath>
+#include <limits>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+
+namespace parla::nn {
+
+torch::Tensor sinusoidal_table(int64_t length, int64_t dim, int64_t offset) {
+  auto pos = torch::arange(offset, offset + length, torch::kDouble).unsqueeze(1);  // [L, 1]
+  auto two_i = torch::arange(0, dim, 2, torch::kDouble);                           // 2i
+  auto angle = pos * torch::exp(two_i * (-std::log(10000.0) / static_cast<double>(dim)));  // [L, ceil(d/2)]
+  auto pe = torch::zeros({length, dim}, torch::kDouble);
+  using torch::indexing::None;
+  using torch::indexing::Slice;
+  pe.index_put_({Slice(), Slice(0, None, 2)}, torch::sin(angle));
+  pe.index_put_({Slice(), Slice(1, None, 2)}, torch::cos(angle).narrow(1, 0, dim / 2));
+  return pe.to(torch::kFloat);
+}
+
+PositionalEncodingImpl::PositionalEncodingImpl(const std::string& kind, int64_t max_positions, int64_t dim)
+    : max_positions_(max_positions), dim_(dim) {
+  if (kind == "learned") {
+    weight = register_parameter("weight", torch::randn({max_positions, dim}) * std::pow(static_cast<double>(dim), -0.5));
+  } else if (kind != "sinusoidal") {
+    throw ConfigError("key 'model.positions': unknown positions '" + kind + "' (must be one of: sinusoidal, learned)");
+  }
+}
+
+int64_t PositionalEncodingImpl::max_positions() const {
+  return learned() ? max_positions_ : std::numeric_limits<int64_t>::max();
+}
+
+torch::Tensor PositionalEncodingImpl::forward(int64_t length, int64_t offset) {
+  if (learned()) {
+    if (offset + length > max_positions_)
+      throw DataError("sequence of " + std::to_string(offset + length) + " positions is longer than model.max_positions = " +
+                      std::to_string(max_positions_) + " (learned positions)");
+    return weight.narrow(0, offset, length);
+  }
+  if (!table_.defined() || table_.size(0) < offset + length) {
+    int64_t n = std::max<int64_t>(offset + length, std::max<int64_t>(256, table_.defined() ? 2 * table_.size(0) : 0));
+    table_ = sinusoidal_table(n, dim_);
+  }
+  return table_.narrow(0, offset, length);
+}
+
+}  // namespace parla::nn

@@ -1,0 +1,34 @@
+#pragma once
+// Position information added to token embeddings (Vaswani et al. 2017, Sec. 3.5):
+//   sinusoidal  PE(pos, 2i) = sin(pos / 10000^(2i/d)),  PE(pos, 2i+1) = cos(pos / 10000^(2i/d)); unlimited length
+//   learned     one trained vector per position (Gehring et al. 2017; BERT), up to max_positions
+#include <string>
+
+#include <torch/nn/module.h>
+#include <torch/types.h>
+
+namespace parla::nn {
+
+// The sinusoidal table [length, dim] for positions offset .. offset+length-1 (dim may be odd).
+torch::Tensor sinusoidal_table(int64_t length, int64_t dim, int64_t offset = 0);
+
+class PositionalEncodingImpl : public torch::nn::Module {
+ public:
+  // kind: "sinusoidal" or "learned".
+  PositionalEncodingImpl(const std::string& kind, int64_t max_positions, int64_t dim);
+  // Encodings [length, dim] of positions offset .. offset+length-1. Throws DataError past max_positions
+  // (learned only).
+  torch::Tensor forward(int64_t length, int64_t offset = 0);
+  bool learned() const { return weight.defined(); }
+  // Longest sequence: max_positions for learned, INT64_MAX for sinusoidal.
+  int64_t max_positions() const;
+
+  torch::Tensor weight;  // learned only: [max_positions, dim], normal(0, dim^-0.5)
+
+ private:
+  int64_t max_positions_, dim_;
+  torch::Tensor table_;  // sinusoidal cache, grown on demand (not a parameter, not saved)
+};
+TORCH_MODULE(PositionalEncoding);
+
+}  // namespace parla::nn

@@ -1,0 +1,137 @@
+// Model checkpoints: round trips and bad files.
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+#include <torch/torch.h>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "models/bert.h"
+#include "models/checkpoint.h"
+#include "models/factory.h"
+#include "models/tiny_config.h"
+#include "support/temp_dir.h"
+
+using namespace parla::models;
+using parla::testing::TempDir;
+
+namespace {
+
+ModelMeta meta_for(const parla::ModelConfig& model_cfg) {
+  parla::Config c;
+  c.model = model_cfg;
+  ModelMeta m;
+  m.config = parla::config::to_json(c);
+  m.src_spm = std::string("\x0a\x00\xff binary proto", 16);
+  m.tgt_spm = "";
+  m.info = {{"step", 42}};
+  return m;
+}
+
+torch::Tensor outputs(Seq2SeqModel& model) {
+  torch::NoGradGuard g;
+  model.eval();
+  auto src = torch::tensor({5, 9, 7, 3, 6, 8, 3, 0}, torch::kLong).view({2, 4});
+  auto tgt = torch::tensor({2, 5, 6, 2, 7, 8}, torch::kLong).view({2, 3});
+  return model.forward(src, tgt);
+}
+
+}  // namespace
+
+TEST_CASE("save then load gives a model with identical outputs and the same metadata") {
+  TempDir dir("checkpoint");
+  torch::manual_seed(1);
+  for (auto cfg : {parla::testing::tiny_transformer(), parla::testing::tiny_rnn()}) {
+    cfg.tie_output = cfg.type == "rnn";
+    cfg.positions = "learned";
+    auto model = build_seq2seq(cfg, 20, 24);
+    auto path = dir.file(cfg.type + ".pt");
+    save_checkpoint(path, *model, meta_for(cfg));
+    auto loaded = load_seq2seq(path);
+    CHECK(loaded.model->vocab_size() == 24);
+    CHECK(loaded.model->source_vocab_size() == 20);
+    CHECK(outputs(*loaded.model).equal(outputs(*model)));
+    CHECK(loaded.meta.src_spm == meta_for(cfg).src_spm);
+    CHECK(loaded.meta.info["step"] == 42);
+    CHECK(loaded.meta.config["model"]["type"] == cfg.type);
+    CHECK(read_meta(path).tgt_vocab_size == 24);
+  }
+  for (const auto& e : std::filesystem::directory_iterator(dir.path()))
+    CHECK(e.path().string().find(".tmp") == std::string::npos);
+}
+
+TEST_CASE("extra archives written with a checkpoint are read back by load_weights") {
+  TempDir dir("checkpoint-extra");
+  auto cfg = parla::testing::tiny_transformer();
+  auto model = build_seq2seq(cfg, 20, 20);
+  auto path = dir.file("model.pt");
+  save_checkpoint(path, *model, meta_for(cfg), [](torch::serialize::OutputArchive& a) {
+    a.write("optimizer_step", torch::tensor({7}));
+  });
+  auto other = build_seq2seq(cfg, 20, 20);
+  torch::Tensor step;
+  load_weights(path, *other, [&](torch::serialize::InputArchive& a) { a.read("optimizer_step", step); });
+  CHECK(step.item<int64_t>() == 7);
+  CHECK(outputs(*other).equal(outputs(*model)));
+}
+
+TEST_CASE("BERT checkpoints round trip through load_weights") {
+  TempDir dir("checkpoint-bert");
+  auto cfg = parla::testing::tiny_transformer();
+  cfg.type = "bert";
+  auto bert = build_bert(cfg, 30);
+  auto path = dir.file("bert.pt");
+  save_checkpoint(path, *bert, meta_for(cfg));
+  CHECK(read_meta(path).src_vocab_size == 30);
+  auto other = build_bert(cfg, 30);
+  load_weights(path, *other);
+  bert->eval();
+  other->eval();
+  auto tokens = torch::tensor({2, 7, 8, 3}, torch::kLong).view({1, 4});
+  CHECK(other->forward(tokens).mlm_logits.equal(bert->forward(tokens).mlm_logits));
+}
+
+TEST_CASE("missing, corrupt, foreign and mismatched checkpoints are DataErrors naming the file") {
+  TempDir dir("checkpoint-bad");
+  auto expect_data_error = [](auto fn, const std::string& path) {
+    try {
+      fn();
+      FAIL("expected a DataError");
+    } catch (const parla::DataError& e) {
+      CHECK(std::string(e.what()).find(path) != std::string::npos);
+    }
+  };
+  auto missing = dir.file("missing.pt");
+  expect_data_error([&] { load_seq2seq(missing); }, missing);
+  auto corrupt = dir.write("corrupt.pt", "this is not a checkpoint");
+  expect_data_error([&] { load_seq2seq(corrupt); }, corrupt);
+  auto foreign = dir.file("foreign.pt");
+  torch::save(torch::ones({3}), foreign);
+  expect_data_error([&] { read_meta(foreign); }, foreign);
+
+  auto cfg = parla::testing::tiny_transformer();
+  auto model = build_seq2seq(cfg, 20, 20);
+  auto good = dir.file("good.pt");
+  save_checkpoint(good, *model, meta_for(cfg));
+  cfg.d_model = 32;
+  auto wider = build_seq2seq(cfg, 20, 20);
+  expect_data_error([&] { load_weights(good, *wider); }, good);
+  cfg = parla::testing::tiny_transformer();
+  cfg.decoder_layers = 3;
+  auto deeper = build_seq2seq(cfg, 20, 20);
+  expect_data_error([&] { load_weights(good, *deeper); }, good);
+
+  // A truncated file (e.g. a crash during a copy) is corrupt.
+  std::ifstream in(good, std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(in)), {});
+  auto truncated = dir.write("truncated.pt", bytes.substr(0, bytes.size() / 2));
+  expect_data_error([&] { load_seq2seq(truncated); }, truncated);
+}
+
+TEST_CASE("saving into a folder that does not exist is an IoError and leaves nothing behind") {
+  auto cfg = parla::testing::tiny_transformer();
+  auto model = build_seq2seq(cfg, 20, 20);
+  CHECK_THROWS_AS(save_checkpoint("/nonexistent-parla-dir/x.pt", *model, meta_for(cfg)), parla::IoError);
+}

@@ -1,0 +1,190 @@
+// The Transformer translation model: incremental decoding, masks, positions, sizes.
+#include <catch2/catch.hpp>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "models/factory.h"
+#include "models/transformer.h"
+#include "models/tiny_config.h"
+
+using namespace parla::models;
+using parla::testing::tiny_transformer;
+
+namespace {
+
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
+
+// Source batch with padding: row 1 is two tokens shorter.
+torch::Tensor sample_src() {
+  return torch::tensor({5, 9, 7, 11, 3, 6, 8, 4, 3, 0}, torch::kLong).view({2, 5});
+}
+
+// Runs `model` step by step over tgt_in and compares each step's log-probs with the teacher-forced pass.
+double incremental_vs_full(Seq2SeqModel& model, const torch::Tensor& src, const torch::Tensor& tgt_in) {
+  torch::NoGradGuard g;
+  model.eval();
+  auto full = torch::log_softmax(model.forward(src, tgt_in), -1);
+  auto state = model.start(src);
+  double worst = 0;
+  for (int64_t t = 0; t < tgt_in.size(1); ++t) {
+    auto lp = model.step(tgt_in.select(1, t), *state);
+    worst = std::max(worst, max_abs_diff(lp, full.select(1, t)));
+  }
+  CHECK(state->steps() == tgt_in.size(1));
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("transformer incremental decoding equals full-sequence decoding for every norm, position and attention") {
+  torch::manual_seed(1);
+  auto tgt = torch::tensor({2, 5, 6, 7, 8, 9, 2, 10, 11, 12, 13, 14}, torch::kLong).view({2, 6});
+  for (std::string norm : {"post", "pre"})
+    for (std::string positions : {"sinusoidal", "learned"})
+      for (std::string attention : {"full", "local", "linear"}) {
+        auto cfg = tiny_transformer();
+        cfg.norm = norm;
+        cfg.positions = positions;
+        cfg.attention = attention;
+        cfg.local_window = 2;
+        cfg.activation = norm == "pre" ? "gelu" : "relu";
+        auto model = build_seq2seq(cfg, 20, 24);
+        INFO(norm << " " << positions << " " << attention);
+        CHECK(incremental_vs_full(*model, sample_src(), tgt) < 1e-5);
+      }
+}
+
+TEST_CASE("transformer state reordering equals decoding the reordered batch") {
+  torch::manual_seed(2);
+  auto model = build_seq2seq(tiny_transformer(), 20, 20);
+  model->eval();
+  torch::NoGradGuard g;
+  auto src = sample_src();
+  auto order = torch::tensor({1, 1, 0}, torch::kLong);
+  auto a = model->start(src);
+  auto b = model->start(src.index_select(0, order));
+  auto prev = torch::tensor({2, 2}, torch::kLong);
+  model->step(prev, *a);
+  model->step(prev.index_select(0, order), *b);
+  a->reorder(order);
+  auto next = torch::tensor({7, 8, 9}, torch::kLong);
+  torch::Tensor att_a, att_b;
+  auto la = model->step(next, *a, &att_a), lb = model->step(next, *b, &att_b);
+  CHECK(max_abs_diff(la, lb) < 1e-6);
+  CHECK(max_abs_diff(att_a, att_b) < 1e-6);
+}
+
+TEST_CASE("transformer step attention is a distribution over the real source tokens") {
+  torch::manual_seed(3);
+  auto model = build_seq2seq(tiny_transformer(), 20, 20);
+  model->eval();
+  torch::NoGradGuard g;
+  auto state = model->start(sample_src());
+  torch::Tensor att;
+  auto lp = model->step(torch::tensor({2, 2}, torch::kLong), *state, &att);
+  CHECK(att.sizes() == torch::IntArrayRef({2, 5}));
+  CHECK(att[1][4].item<double>() == 0.0);
+  CHECK(max_abs_diff(att.sum(-1), torch::ones({2})) < 1e-5);
+  CHECK(max_abs_diff(lp.exp().sum(-1), torch::ones({2})) < 1e-5);
+}
+
+TEST_CASE("decoder output at step t does not depend on later target tokens") {
+  torch::manual_seed(4);
+  auto model = build_seq2seq(tiny_transformer(), 20, 20);
+  model->eval();
+  torch::NoGradGuard g;
+  auto tgt = torch::tensor({2, 5, 6, 7, 8}, torch::kLong).view({1, 5});
+  auto changed = tgt.clone();
+  changed[0][3] = 12;
+  changed[0][4] = 13;
+  auto src = sample_src().narrow(0, 0, 1);
+  auto a = model->forward(src, tgt), b = model->forward(src, changed);
+  CHECK(max_abs_diff(a.narrow(1, 0, 3), b.narrow(1, 0, 3)) == 0.0);
+  CHECK(max_abs_diff(a.narrow(1, 3, 2), b.narrow(1, 3, 2)) > 1e-4);
+}
+
+TEST_CASE("source padding does not change the translation model's output") {
+  torch::manual_seed(5);
+  auto model = build_seq2seq(tiny_transformer(), 20, 20);
+  model->eval();
+  torch::NoGradGuard g;
+  auto tgt = torch::tensor({2, 5, 6}, torch::kLong).view({1, 3});
+  auto short_src = torch::tensor({6, 8, 3}, torch::kLong).view({1, 3});
+  auto padded = torch::tensor({6, 8, 3, 0, 0}, torch::kLong).view({1, 5});
+  CHECK(max_abs_diff(model->forward(short_src, tgt), model->forward(padded, tgt)) < 1e-5);
+}
+
+TEST_CASE("the encoder with positions is not permutation-equivariant, without them its layers are") {
+  torch::manual_seed(6);
+  auto cfg = tiny_transformer();
+  TransformerModel model(cfg, 20, 20);
+  model.eval();
+  torch::NoGradGuard g;
+  auto src = torch::tensor({5, 9, 7, 11, 3}, torch::kLong).view({1, 5});
+  auto perm = torch::tensor({4, 2, 0, 3, 1}, torch::kLong);
+  auto with_pos = model.encode(src), with_pos_perm = model.encode(src.index_select(1, perm));
+  CHECK(max_abs_diff(with_pos_perm, with_pos.index_select(1, perm)) > 1e-3);
+  auto emb = model.src_embed(src);
+  auto no_pos = model.encoder(emb, src.ne(0)), no_pos_perm = model.encoder(emb.index_select(1, perm), src.ne(0));
+  CHECK(max_abs_diff(no_pos_perm, no_pos.index_select(1, perm)) < 1e-5);
+}
+
+TEST_CASE("the base preset with a 37k shared tied vocabulary has the parameter count of its layer sizes") {
+  parla::ModelConfig cfg;
+  cfg.preset = "base";
+  cfg.share_embeddings = true;
+  cfg.tie_output = true;
+  // Sizes of Table 3 (base): d = 512, d_ff = 2048, 6 + 6 layers; counted from the formula, not the model.
+  const int64_t V = 37000, d = 512, f = 2048, N = 6;
+  const int64_t attention = 4 * (d * d + d);          // W^Q, W^K, W^V, W^O with biases
+  const int64_t ffn = d * f + f + f * d + d;
+  const int64_t norm = 2 * d;
+  const int64_t expected = V * d + N * (attention + ffn + 2 * norm) + N * (2 * attention + ffn + 3 * norm);
+  auto model = build_seq2seq(cfg, V, V);
+  int64_t count = 0;
+  for (const auto& p : model->parameters()) count += p.numel();
+  CHECK(count == expected);
+  CHECK(count > 62'000'000);
+  CHECK(count < 65'000'000);  // the paper reports 65M
+}
+
+TEST_CASE("shared embeddings with different vocabulary sizes are a ConfigError naming the key") {
+  auto cfg = tiny_transformer();
+  cfg.share_embeddings = true;
+  try {
+    build_seq2seq(cfg, 20, 30);
+    FAIL("expected a ConfigError");
+  } catch (const parla::ConfigError& e) {
+    CHECK(std::string(e.what()).find("model.share_embeddings") != std::string::npos);
+  }
+  cfg.type = "bert";
+  CHECK_THROWS_AS(build_seq2seq(cfg, 20, 20), parla::ConfigError);
+}
+
+TEST_CASE("a transformer with learned positions reports and enforces its maximum length") {
+  auto cfg = tiny_transformer();
+  cfg.positions = "learned";
+  cfg.max_positions = 6;
+  auto model = build_seq2seq(cfg, 20, 20);
+  CHECK(model->max_positions() == 6);
+  auto src = torch::full({1, 7}, 5, torch::kLong);
+  CHECK_THROWS_AS(model->forward(src, torch::full({1, 2}, 2, torch::kLong)), parla::DataError);
+  cfg.positions = "sinusoidal";
+  CHECK(build_seq2seq(cfg, 20, 20)->max_positions() == INT64_MAX);
+}
+
+TEST_CASE("forward and backward produce logits of the target vocabulary and gradients for every parameter") {
+  torch::manual_seed(7);
+  auto cfg = tiny_transformer();
+  cfg.tie_output = false;
+  auto model = build_seq2seq(cfg, 20, 24);
+  model->train();
+  auto logits = model->forward(sample_src(), torch::tensor({2, 5, 6, 2, 7, 0}, torch::kLong).view({2, 3}));
+  CHECK(logits.sizes() == torch::IntArrayRef({2, 3, 24}));
+  logits.logsumexp(-1).sum().backward();
+  for (const auto& p : model->named_parameters()) {
+    INFO(p.key());
+    CHECK(p.value().grad().defined());
+  }
+}

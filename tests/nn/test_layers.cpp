@@ -1,0 +1,67 @@
+// Positional encodings, feed-forward and embeddings against their formulas.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "nn/embedding.h"
+#include "nn/feed_forward.h"
+#include "nn/positional_encoding.h"
+
+using namespace parla::nn;
+
+TEST_CASE("sinusoidal positions follow PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)") {
+  PositionalEncoding pe("sinusoidal", 0, 6);
+  auto t = pe->forward(4, 3);  // positions 3..6
+  for (int p = 0; p < 4; ++p)
+    for (int i = 0; i < 3; ++i) {
+      double angle = (p + 3) / std::pow(10000.0, 2.0 * i / 6.0);
+      CHECK(t[p][2 * i].item<double>() == Approx(std::sin(angle)).margin(1e-6));
+      CHECK(t[p][2 * i + 1].item<double>() == Approx(std::cos(angle)).margin(1e-6));
+    }
+  CHECK(pe->max_positions() == INT64_MAX);
+  CHECK(pe->forward(2, 5000).size(0) == 2);  // unlimited: grows on demand
+}
+
+TEST_CASE("learned positions reject sequences longer than max_positions with a DataError") {
+  PositionalEncoding pe("learned", 8, 4);
+  CHECK(pe->forward(8, 0).sizes() == torch::IntArrayRef({8, 4}));
+  CHECK_THROWS_AS(pe->forward(3, 6), parla::DataError);
+}
+
+TEST_CASE("feed-forward computes act(x W1 + b1) W2 + b2 for relu and gelu") {
+  torch::manual_seed(1);
+  for (std::string act : {"relu", "gelu"}) {
+    FeedForward ffn(4, 6, act, 0.0);
+    ffn->to(torch::kDouble);
+    auto x = torch::randn({2, 4}, torch::kDouble);
+    auto out = ffn->forward(x);
+    auto w1 = ffn->fc1->weight, b1 = ffn->fc1->bias, w2 = ffn->fc2->weight, b2 = ffn->fc2->bias;
+    for (int r = 0; r < 2; ++r)
+      for (int o = 0; o < 4; ++o) {
+        double s = b2[o].item<double>();
+        for (int h = 0; h < 6; ++h) {
+          double a = b1[h].item<double>();
+          for (int c = 0; c < 4; ++c) a += w1[h][c].item<double>() * x[r][c].item<double>();
+          a = act == "relu" ? std::max(a, 0.0) : 0.5 * a * (1 + std::erf(a / std::sqrt(2.0)));
+          s += w2[o][h].item<double>() * a;
+        }
+        CHECK(out[r][o].item<double>() == Approx(s).margin(1e-10));
+      }
+  }
+}
+
+TEST_CASE("embeddings are scaled by sqrt(d), have a zero padding row and reject out-of-range ids") {
+  Embedding e(10, 16, true, 0);
+  auto ids = torch::tensor({0, 3, 9}, torch::kLong);
+  auto out = e->forward(ids);
+  CHECK(out[0].eq(0).all().item<bool>());
+  CHECK((out[1] - e->weight[3] * 4.0).abs().max().item<double>() < 1e-6);
+  CHECK_THROWS_AS(e->forward(torch::tensor({10}, torch::kLong)), parla::DataError);
+  CHECK_THROWS_AS(e->forward(torch::tensor({-1}, torch::kLong)), parla::DataError);
+  // normal(0, d^-0.5): the standard deviation of a large table is close to 0.25 for d = 16.
+  Embedding big(4000, 16, false, -1);
+  CHECK(big->weight.std().item<double>() == Approx(0.25).epsilon(0.05));
+}
