@@ -1,0 +1,160 @@
+#include "decode/beam_search.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "decode/length_penalty.h"
+#include "decode/step_constraints.h"
+
+namespace parla::decode {
+namespace {
+
+struct Live {
+  std::vector<int64_t> tokens;
+  float log_prob;
+  std::vector<std::vector<float>> attention;
+};
+
+bool better(const Hypothesis& a, const Hypothesis& b) {
+  if (a.score != b.score) return a.score > b.score;
+  return a.tokens < b.tokens;
+}
+
+}  // namespace
+
+std::vector<NBestList> beam_search(models::Seq2SeqModel& model, const torch::Tensor& src, const SearchOptions& o) {
+  if (o.beam_size < 1) throw UsageError("beam size must be at least 1");
+  torch::NoGradGuard no_grad;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const int64_t batch = src.size(0), K = o.beam_size, V = model.vocab_size();
+  const int64_t n_best = std::max<int64_t>(1, std::min<int64_t>(o.n_best, K));
+  const auto device = src.device();
+  const auto src_len = source_lengths(src);
+  std::vector<int64_t> limit(batch);
+  for (int64_t b = 0; b < batch; ++b) limit[b] = max_output_length(o, src_len[b], model.max_positions());
+
+  std::vector<std::vector<Hypothesis>> finished(batch);
+  std::vector<int64_t> active(batch);  // original sentence of each block of K state rows
+  for (int64_t b = 0; b < batch; ++b) active[b] = b;
+  // K rows per sentence; only the first is live at the start, the others score -inf so that the first step
+  // does not expand K copies of the same prefix.
+  std::vector<Live> rows(batch * K);
+  for (int64_t i = 0; i < batch * K; ++i) rows[i].log_prob = i % K == 0 ? 0.f : ninf;
+
+  auto state = model.start(src);
+  state->reorder(torch::arange(batch, torch::dtype(torch::kLong).device(device)).repeat_interleave(K));
+  auto prev = torch::full({batch * K}, models::kBosId, torch::dtype(torch::kLong).device(device));
+  const int64_t candidates = std::min<int64_t>(2 * K, K * V);
+
+  for (int64_t step = 0; !active.empty(); ++step) {
+    const int64_t A = static_cast<int64_t>(active.size());
+    torch::Tensor attention;
+    auto logp = model.step(prev, *state, o.attention ? &attention : nullptr).to(torch::kFloat);
+    std::vector<int64_t> row_limit(A * K);
+    std::vector<float> row_score(A * K);
+    for (int64_t r = 0; r < A * K; ++r) {
+      row_limit[r] = limit[active[r / K]];
+      row_score[r] = rows[r].log_prob;
+    }
+    constrain_step(logp, step, row_limit, o.min_length);
+    auto scores = torch::tensor(row_score, torch::kFloat).to(logp.device()).unsqueeze(1) + logp;
+    auto top = scores.view({A, K * V}).topk(candidates, 1, /*largest=*/true, /*sorted=*/true);
+    auto top_v = std::get<0>(top).to(torch::kCPU).contiguous();
+    auto top_i = std::get<1>(top).to(torch::kCPU).contiguous();
+    // topk does not promise an order among equal values: sort each row by (value desc, index asc).
+    const float* tv = top_v.data_ptr<float>();
+    const int64_t* ti = top_i.data_ptr<int64_t>();
+
+    std::vector<Live> next_rows;
+    std::vector<int64_t> next_active, reorder, next_prev;
+    for (int64_t a = 0; a < A; ++a) {
+      const int64_t sent = active[a];
+      std::vector<std::pair<float, int64_t>> cand;
+      cand.reserve(candidates);
+      for (int64_t j = 0; j < candidates; ++j) cand.emplace_back(tv[a * candidates + j], ti[a * candidates + j]);
+      std::stable_sort(cand.begin(), cand.end(), [](const auto& x, const auto& y) {
+        return x.first != y.first ? x.first > y.first : x.second < y.second;
+      });
+      std::vector<Live> live;
+      std::vector<int64_t> live_parent, live_token;
+      for (int64_t j = 0; j < candidates && static_cast<int64_t>(live.size()) < K; ++j) {
+        const float value = cand[j].first;
+        if (value == ninf || std::isnan(value)) break;
+        const int64_t beam = cand[j].second / V, token = cand[j].second % V;
+        const int64_t parent = a * K + beam;
+        const Live& p = rows[parent];
+        if (token == models::kEosId) {
+          if (j >= K) continue;
+          Hypothesis h;
+          h.tokens = p.tokens;
+          h.log_prob = value;
+          h.score = normalized_score(value, static_cast<int64_t>(p.tokens.size()) + 1, o.length_penalty);
+          if (o.attention) {
+            h.attention = p.attention;
+            h.attention.push_back(attention_row(attention, parent, src_len[sent] + 1));
+          }
+          finished[sent].push_back(std::move(h));
+          continue;
+        }
+        Live l;
+        l.tokens = p.tokens;
+        l.tokens.push_back(token);
+        l.log_prob = value;
+        if (o.attention) {
+          l.attention = p.attention;
+          l.attention.push_back(attention_row(attention, parent, src_len[sent] + 1));
+        }
+        live.push_back(std::move(l));
+        live_parent.push_back(parent);
+        live_token.push_back(token);
+      }
+
+      auto& fin = finished[sent];
+      std::sort(fin.begin(), fin.end(), better);
+      bool done = live.empty() || step + 1 > limit[sent] || static_cast<int64_t>(fin.size()) >= K;
+      if (!done && static_cast<int64_t>(fin.size()) >= n_best) {
+        // Live hypotheses are in descending log-prob order; live[0] bounds every continuation.
+        float bound = normalized_score(live[0].log_prob, limit[sent] + 1, o.length_penalty);
+        done = bound <= fin[n_best - 1].score;
+      }
+      if (done) {
+        if (static_cast<int64_t>(fin.size()) > n_best) fin.resize(n_best);
+        continue;
+      }
+      next_active.push_back(sent);
+      for (int64_t k = 0; k < K; ++k) {
+        if (k < static_cast<int64_t>(live.size())) {
+          reorder.push_back(live_parent[k]);
+          next_prev.push_back(live_token[k]);
+          next_rows.push_back(std::move(live[k]));
+        } else {  // fewer live candidates than the beam (tiny vocabularies): a dead row
+          reorder.push_back(a * K);
+          next_prev.push_back(models::kEosId);
+          Live dead;
+          dead.log_prob = ninf;
+          next_rows.push_back(std::move(dead));
+        }
+      }
+    }
+    if (next_active.empty()) break;
+    state->reorder(torch::tensor(reorder, torch::kLong).to(device));
+    prev = torch::tensor(next_prev, torch::kLong).to(device);
+    rows = std::move(next_rows);
+    active = std::move(next_active);
+  }
+
+  std::vector<NBestList> out(batch);
+  for (int64_t b = 0; b < batch; ++b) {
+    auto& fin = finished[b];
+    std::sort(fin.begin(), fin.end(), better);
+    if (static_cast<int64_t>(fin.size()) > n_best) fin.resize(n_best);
+    out[b] = std::move(fin);
+  }
+  return out;
+}
+
+}  // namespace parla::decode

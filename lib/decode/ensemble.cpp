@@ -1,0 +1,71 @@
+#include "decode/ensemble.h"
+
+#include <algorithm>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+
+namespace parla::decode {
+namespace {
+
+class EnsembleState : public models::DecoderState {
+ public:
+  std::vector<std::unique_ptr<models::DecoderState>> states;
+  void reorder(const torch::Tensor& indices) override {
+    for (auto& s : states) s->reorder(indices);
+  }
+  int64_t steps() const override { return states.front()->steps(); }
+};
+
+}  // namespace
+
+Ensemble::Ensemble(std::vector<std::shared_ptr<models::Seq2SeqModel>> members) : members_(std::move(members)) {
+  if (members_.empty()) throw DataError("an ensemble needs at least one model");
+  for (size_t i = 1; i < members_.size(); ++i) {
+    if (members_[i]->vocab_size() != members_[0]->vocab_size())
+      throw DataError("ensemble member " + std::to_string(i + 1) + " has a target vocabulary of " +
+                      std::to_string(members_[i]->vocab_size()) + " entries, member 1 has " +
+                      std::to_string(members_[0]->vocab_size()) + ": the models are incompatible");
+  }
+  for (size_t i = 0; i < members_.size(); ++i) register_module("member" + std::to_string(i), members_[i]);
+}
+
+std::unique_ptr<models::DecoderState> Ensemble::start(const torch::Tensor& src) {
+  auto state = std::make_unique<EnsembleState>();
+  for (auto& m : members_) state->states.push_back(m->start(src));
+  return state;
+}
+
+torch::Tensor Ensemble::step(const torch::Tensor& prev, models::DecoderState& state, torch::Tensor* attention) {
+  auto& s = static_cast<EnsembleState&>(state);
+  torch::Tensor sum, attn_sum;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    torch::Tensor a;
+    auto logp = members_[i]->step(prev, *s.states[i], attention ? &a : nullptr);
+    sum = i == 0 ? logp.clone() : sum.add_(logp);
+    if (attention && a.defined()) attn_sum = attn_sum.defined() ? attn_sum.add_(a) : a.clone();
+  }
+  const double n = static_cast<double>(members_.size());
+  if (attention && attn_sum.defined()) *attention = attn_sum.div_(n);
+  return sum.div_(n);
+}
+
+torch::Tensor Ensemble::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {
+  torch::Tensor sum;
+  for (size_t i = 0; i < members_.size(); ++i) {
+    auto logp = torch::log_softmax(members_[i]->forward(src, tgt_in), -1);
+    sum = i == 0 ? logp : sum + logp;
+  }
+  return sum / static_cast<double>(members_.size());
+}
+
+int64_t Ensemble::vocab_size() const { return members_[0]->vocab_size(); }
+
+int64_t Ensemble::max_positions() const {
+  int64_t m = members_[0]->max_positions();
+  for (auto& x : members_) m = std::min(m, x->max_positions());
+  return m;
+}
+
+}  // namespace parla::decode

@@ -1,0 +1,90 @@
+#include "decode/input_sanitizer.h"
+
+namespace parla::decode {
+namespace {
+
+const char kReplacement[] = "\xEF\xBF\xBD";  // U+FFFD
+
+// Length of the well-formed UTF-8 sequence starting at s[i], or 0 with `bad` = length of the maximal
+// ill-formed subpart to replace (Unicode Table 3-7: the allowed second-byte ranges exclude overlongs,
+// surrogates and code points above U+10FFFF).
+size_t utf8_sequence(const std::string& s, size_t i, size_t& bad) {
+  auto b = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char c = b(i);
+  bad = 1;
+  if (c < 0x80) return 1;
+  size_t need;
+  unsigned char lo = 0x80, hi = 0xBF;
+  if (c >= 0xC2 && c <= 0xDF) {
+    need = 1;
+  } else if (c >= 0xE0 && c <= 0xEF) {
+    need = 2;
+    if (c == 0xE0) lo = 0xA0;
+    if (c == 0xED) hi = 0x9F;
+  } else if (c >= 0xF0 && c <= 0xF4) {
+    need = 3;
+    if (c == 0xF0) lo = 0x90;
+    if (c == 0xF4) hi = 0x8F;
+  } else {
+    return 0;
+  }
+  for (size_t k = 1; k <= need; ++k) {
+    if (i + k >= s.size()) return 0;
+    unsigned char d = b(i + k);
+    unsigned char l = k == 1 ? lo : 0x80, h = k == 1 ? hi : 0xBF;
+    if (d < l || d > h) return 0;
+    bad = k + 1;  // the maximal subpart grows while continuation bytes are valid
+  }
+  return need + 1;
+}
+
+}  // namespace
+
+bool is_valid_utf8(const std::string& s) {
+  size_t bad = 0;
+  for (size_t i = 0; i < s.size();) {
+    size_t n = utf8_sequence(s, i, bad);
+    if (n == 0) return false;
+    i += n;
+  }
+  return true;
+}
+
+SanitizedLine sanitize_line(const std::string& raw) {
+  SanitizedLine out;
+  size_t end = raw.size();
+  if (end > 0 && raw[end - 1] == '\r') --end;
+  std::string s = raw.substr(0, end);
+  out.text.reserve(s.size());
+  for (size_t i = 0; i < s.size();) {
+    size_t bad = 0;
+    size_t n = utf8_sequence(s, i, bad);
+    if (n == 0) {
+      out.text += kReplacement;
+      ++out.invalid_utf8;
+      i += bad;
+      continue;
+    }
+    unsigned char c = static_cast<unsigned char>(s[i]);
+    if (n == 1 && ((c < 0x20 && c != '\t') || c == 0x7F)) {
+      out.text += ' ';
+      ++out.control_chars;
+    } else {
+      out.text.append(s, i, n);
+    }
+    i += n;
+  }
+  return out;
+}
+
+bool LineReader::next(std::string& line) {
+  line.clear();
+  if (!std::getline(in_, line)) {
+    // getline fails at EOF with nothing read; a last line without '\n' was returned by the previous call.
+    return false;
+  }
+  ++line_number_;
+  return true;
+}
+
+}  // namespace parla::decode

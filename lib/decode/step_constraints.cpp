@@ -1,0 +1,48 @@
+#include "decode/step_constraints.h"
+
+#include <limits>
+
+#include <torch/torch.h>
+
+#include "models/seq2seq.h"
+
+namespace parla::decode {
+
+std::vector<int64_t> source_lengths(const torch::Tensor& src) {
+  auto counts = src.ne(models::kPadId).sum(1).to(torch::kCPU, torch::kLong).contiguous();
+  std::vector<int64_t> out(counts.data_ptr<int64_t>(), counts.data_ptr<int64_t>() + counts.numel());
+  for (auto& n : out) n = std::max<int64_t>(0, n - 1);
+  return out;
+}
+
+void constrain_step(torch::Tensor& logp, int64_t step, const std::vector<int64_t>& max_len, int64_t min_length) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  using torch::indexing::Slice;
+  std::vector<int64_t> forced;
+  for (size_t r = 0; r < max_len.size(); ++r)
+    if (step >= max_len[r]) forced.push_back(static_cast<int64_t>(r));
+  torch::Tensor rows, eos;
+  if (!forced.empty()) {
+    rows = torch::tensor(forced, torch::kLong).to(logp.device());
+    eos = logp.select(1, models::kEosId).index_select(0, rows).clone();
+  }
+  logp.index_put_({Slice(), models::kPadId}, ninf);
+  logp.index_put_({Slice(), models::kBosId}, ninf);
+  if (step < min_length) logp.index_put_({Slice(), models::kEosId}, ninf);
+  if (!forced.empty()) {
+    // The maximum length wins over the minimum. EOS keeps its log-probability so that a forced ending is
+    // scored honestly (0 if the model gave it none, so the hypothesis still exists).
+    logp.index_fill_(0, rows, ninf);
+    eos = torch::where(torch::isfinite(eos), eos, torch::zeros_like(eos));
+    logp.index_put_({rows, torch::full_like(rows, models::kEosId)}, eos);
+  }
+}
+
+std::vector<float> attention_row(const torch::Tensor& attention, int64_t r, int64_t width) {
+  auto row = attention[r].to(torch::kCPU, torch::kFloat).contiguous();
+  int64_t n = std::min<int64_t>(width, row.numel());
+  const float* p = row.data_ptr<float>();
+  return std::vector<float>(p, p + n);
+}
+
+}  // namespace parla::decode

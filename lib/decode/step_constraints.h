@@ -1,0 +1,20 @@
+#pragma once
+// What every search applies to a decoder step's log-probabilities before choosing tokens: PAD and BOS are never
+// output, EOS is forbidden before the minimum length and forced at the maximum length.
+#include <cstdint>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace parla::decode {
+
+// Real source tokens per row of src [B, S] (non-PAD, without the final EOS).
+std::vector<int64_t> source_lengths(const torch::Tensor& src);
+
+// logp [N, V] (modified in place) of hypotheses that have `step` tokens so far; `max_len[r]` is row r's limit.
+void constrain_step(torch::Tensor& logp, int64_t step, const std::vector<int64_t>& max_len, int64_t min_length);
+
+// Row r of a step's attention [N, S] as floats, first `width` entries (the row's real source plus EOS).
+std::vector<float> attention_row(const torch::Tensor& attention, int64_t r, int64_t width);
+
+}  // namespace parla::decode

@@ -1,0 +1,207 @@
+#include "decode/translator.h"
+
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+#include <limits>
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "decode/ensemble.h"
+#include "decode/input_sanitizer.h"
+#include "decode/maxi_batch.h"
+#include "decode/sampling.h"
+#include "decode/search.h"
+#include "models/checkpoint.h"
+
+namespace parla::decode {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+torch::Tensor make_batch(const std::vector<std::vector<int>>& ids, const std::vector<size_t>& rows) {
+  size_t width = 1;
+  for (size_t r : rows) width = std::max(width, ids[r].size() + 1);
+  auto src = torch::full({static_cast<int64_t>(rows.size()), static_cast<int64_t>(width)}, models::kPadId,
+                         torch::kLong);
+  auto acc = src.accessor<int64_t, 2>();
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const auto& s = ids[rows[i]];
+    for (size_t j = 0; j < s.size(); ++j) acc[i][j] = s[j];
+    acc[i][s.size()] = models::kEosId;
+  }
+  return src;
+}
+
+}  // namespace
+
+Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, text::SentencePieceVocab source_vocab,
+                       text::SentencePieceVocab target_vocab, const DecodingConfig& cfg, uint64_t seed)
+    : model_(std::move(model)),
+      src_vocab_(std::move(source_vocab)),
+      tgt_vocab_(std::move(target_vocab)),
+      cfg_(cfg),
+      options_(SearchOptions::from_config(cfg)),
+      generator_(make_generator(seed)) {
+  if (model_->vocab_size() != tgt_vocab_.size())
+    throw DataError("the model's target vocabulary has " + std::to_string(model_->vocab_size()) +
+                    " entries but its SentencePiece model has " + std::to_string(tgt_vocab_.size()));
+  model_->eval();
+  printer_.n_best = cfg.n_best > 1;
+  printer_.alignment = parse_alignment_format(cfg.alignment);
+  // The source needs one position for EOS.
+  int64_t limit = model_->max_positions();
+  max_input_ = limit == std::numeric_limits<int64_t>::max() ? limit : std::max<int64_t>(1, limit - 1);
+  if (cfg.max_input_length > 0) max_input_ = std::min<int64_t>(max_input_, cfg.max_input_length);
+}
+
+Translator Translator::load(const std::vector<std::string>& checkpoints, const DecodingConfig& cfg, uint64_t seed) {
+  if (checkpoints.empty()) throw UsageError("no model given: pass a checkpoint with -m/--models");
+  std::vector<std::shared_ptr<models::Seq2SeqModel>> members;
+  models::ModelMeta first;
+  for (size_t i = 0; i < checkpoints.size(); ++i) {
+    const auto& path = checkpoints[i];
+    auto loaded = models::load_seq2seq(path);
+    if (loaded.meta.src_spm.empty() || loaded.meta.tgt_spm.empty())
+      throw DataError("checkpoint " + path + " carries no SentencePiece model, so it cannot translate raw text");
+    if (i == 0) {
+      first = loaded.meta;
+    } else if (loaded.meta.src_spm != first.src_spm || loaded.meta.tgt_spm != first.tgt_spm) {
+      throw DataError("checkpoint " + path + " uses different SentencePiece models than " + checkpoints[0] +
+                      ": ensemble members must share their vocabularies");
+    }
+    spdlog::info("loaded {} ({} model)", path, loaded.meta.config.value("model", nlohmann::json::object())
+                                                   .value("type", std::string("?")));
+    members.push_back(std::move(loaded.model));
+  }
+  std::shared_ptr<models::Seq2SeqModel> model;
+  if (members.size() == 1) {
+    model = members[0];
+  } else {
+    model = std::make_shared<Ensemble>(members);
+    spdlog::info("ensemble of {} models (mean log-probabilities)", members.size());
+  }
+  auto src = text::SentencePieceVocab::from_serialized(first.src_spm);
+  auto tgt = text::SentencePieceVocab::from_serialized(first.tgt_spm);
+  try {
+    return Translator(model, src, tgt, cfg, seed);
+  } catch (const DataError& e) {
+    throw DataError("checkpoint " + checkpoints[0] + ": " + e.what());
+  }
+}
+
+std::vector<std::string> Translator::translate_lines(const std::vector<std::string>& lines, uint64_t first_line) {
+  torch::NoGradGuard no_grad;
+  const size_t n = lines.size();
+  std::vector<std::vector<int>> ids(n);
+  std::vector<size_t> todo;  // lines with something to translate
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t line_no = first_line + i;
+    auto clean = sanitize_line(lines[i]);
+    if (clean.invalid_utf8 > 0)
+      spdlog::warn("input line {}: {} invalid UTF-8 sequence(s) replaced with U+FFFD", line_no, clean.invalid_utf8);
+    if (clean.control_chars > 0)
+      spdlog::warn("input line {}: {} control character(s) replaced with spaces", line_no, clean.control_chars);
+    ids[i] = src_vocab_.encode(clean.text);
+    if (static_cast<int64_t>(ids[i].size()) > max_input_) {
+      spdlog::warn("input line {}: {} pieces, longer than the limit of {}; truncated", line_no, ids[i].size(),
+                   max_input_);
+      ids[i].resize(static_cast<size_t>(max_input_));
+    }
+    stats_.source_tokens += ids[i].size();
+    if (!ids[i].empty()) todo.push_back(i);
+  }
+
+  std::vector<NBestList> results(n);
+  std::vector<size_t> lengths;
+  for (size_t i : todo) lengths.push_back(ids[i].size());
+  BatchLimits limits{static_cast<size_t>(cfg_.batch_size), static_cast<size_t>(cfg_.batch_tokens),
+                     static_cast<size_t>(cfg_.maxi_batch)};
+  for (const auto& batch : plan_batches(lengths, limits)) {
+    std::vector<size_t> rows;
+    for (size_t k : batch) rows.push_back(todo[k]);
+    auto out = search(*model_, make_batch(ids, rows), options_, &generator_);
+    for (size_t k = 0; k < rows.size(); ++k) results[rows[k]] = std::move(out[k]);
+  }
+
+  std::vector<std::string> formatted(n);
+  for (size_t i = 0; i < n; ++i) {
+    std::vector<std::string> texts;
+    for (const auto& h : results[i]) texts.push_back(tgt_vocab_.decode(std::vector<int>(h.tokens.begin(), h.tokens.end())));
+    if (!results[i].empty()) stats_.target_tokens += results[i][0].tokens.size();
+    formatted[i] = printer_.format(first_line + i - 1, results[i], texts, ids[i].size());
+  }
+  stats_.sentences += n;
+  return formatted;
+}
+
+TranslationStats Translator::translate_stream(std::istream& in, std::ostream& out) {
+  const auto start = Clock::now();
+  LineReader reader(in);
+  BatchLimits limits{static_cast<size_t>(cfg_.batch_size), static_cast<size_t>(cfg_.batch_tokens),
+                     static_cast<size_t>(cfg_.maxi_batch)};
+  const size_t window = cfg_.line_buffered ? 1 : window_sentences(limits);
+  std::vector<std::string> lines;
+  std::string line;
+  uint64_t first = 1;
+  auto flush_window = [&] {
+    for (const auto& s : translate_lines(lines, first)) out << s;
+    if (cfg_.line_buffered) out.flush();
+    if (!out) throw IoError("cannot write the output (disk full or closed pipe?)");
+    first += lines.size();
+    lines.clear();
+  };
+  while (reader.next(line)) {
+    lines.push_back(std::move(line));
+    if (lines.size() >= window) flush_window();
+  }
+  if (!lines.empty()) flush_window();
+  out.flush();
+  stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
+  return stats_;
+}
+
+TranslationStats translate_file(Translator& translator, const std::string& input, const std::string& output) {
+  std::ifstream in_file;
+  std::istream* in = &std::cin;
+  if (!input.empty() && input != "-") {
+    in_file.open(input, std::ios::binary);
+    if (!in_file) throw DataError("cannot read input file " + input);
+    in = &in_file;
+  }
+  TranslationStats stats;
+  if (output.empty() || output == "-") {
+    stats = translator.translate_stream(*in, std::cout);
+  } else {
+    const std::string tmp = output + ".tmp";
+    {
+      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
+      if (!out) throw IoError("cannot write output file " + output + " (temporary " + tmp + ")");
+      try {
+        stats = translator.translate_stream(*in, out);
+        out.close();
+        if (!out) throw IoError("cannot write output file " + tmp);
+      } catch (...) {
+        out.close();
+        std::remove(tmp.c_str());
+        throw;
+      }
+    }
+    if (std::rename(tmp.c_str(), output.c_str()) != 0) {
+      std::remove(tmp.c_str());
+      throw IoError("cannot rename " + tmp + " to " + output);
+    }
+  }
+  if (in_file.is_open() && in_file.bad()) throw DataError("error while reading " + input);
+  const double secs = std::max(stats.seconds, 1e-9);
+  spdlog::info("translated {} sentences in {:.2f}s: {:.1f} sentences/s, {:.1f} target tokens/s, {:.1f} source "
+               "tokens/s",
+               stats.sentences, stats.seconds, stats.sentences / secs, stats.target_tokens / secs,
+               stats.source_tokens / secs);
+  return stats;
+}
+
+}  // namespace parla::decode

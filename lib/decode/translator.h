@@ -1,0 +1,69 @@
+#pragma once
+// The translator behind parla-translate (CTranslate2's translator.h, Marian's translator/): raw text lines in,
+// detokenised translations out, in input order, exactly one result per input line whatever the bytes.
+// Lines are sanitised (decode/input_sanitizer.h), encoded with the checkpoint's SentencePiece model, cut at the
+// model's length limit with a warning naming the line, batched in length-sorted maxi-batches
+// (decode/maxi_batch.h), searched (decode/search.h) and printed (decode/output_printer.h).
+#include <cstdint>
+#include <istream>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include <ATen/core/Generator.h>
+
+#include "core/config/decoding_config.h"
+#include "decode/output_printer.h"
+#include "decode/search_options.h"
+#include "models/seq2seq.h"
+#include "text/sentencepiece_vocab.h"
+
+namespace parla::decode {
+
+struct TranslationStats {
+  uint64_t sentences = 0;
+  uint64_t source_tokens = 0;  // SentencePiece pieces read (after truncation)
+  uint64_t target_tokens = 0;  // pieces of the printed best translations (EOS not counted)
+  double seconds = 0;
+};
+
+class Translator {
+ public:
+  // `model` may be an Ensemble. seed drives sampling.
+  Translator(std::shared_ptr<models::Seq2SeqModel> model, text::SentencePieceVocab source_vocab,
+             text::SentencePieceVocab target_vocab, const DecodingConfig& cfg, uint64_t seed);
+
+  // Loads one checkpoint, or several as an ensemble (they must carry identical SentencePiece models and
+  // vocabulary sizes). DataError naming the file for a missing, corrupt, non-parla or incompatible checkpoint.
+  static Translator load(const std::vector<std::string>& checkpoints, const DecodingConfig& cfg, uint64_t seed);
+
+  // Translates a window of raw lines (line numbers first_line, first_line+1, ... 1-based, for warnings and
+  // n-best ids) and returns each line's formatted output ("text\n", or n-best lines), in input order.
+  std::vector<std::string> translate_lines(const std::vector<std::string>& lines, uint64_t first_line = 1);
+
+  // Reads all of `in`, writes to `out`: maxi-batches of decoding.maxi_batch batches, or with
+  // decoding.line_buffered each line translated and flushed as soon as it is read.
+  TranslationStats translate_stream(std::istream& in, std::ostream& out);
+
+  // The longest source (pieces, without EOS) kept: decoding.max_input_length and the model's positions.
+  int64_t max_input_length() const { return max_input_; }
+  const TranslationStats& stats() const { return stats_; }
+
+ private:
+  std::shared_ptr<models::Seq2SeqModel> model_;
+  text::SentencePieceVocab src_vocab_, tgt_vocab_;
+  DecodingConfig cfg_;
+  SearchOptions options_;
+  OutputPrinter printer_;
+  at::Generator generator_;
+  int64_t max_input_;
+  TranslationStats stats_;
+};
+
+// parla-translate's I/O: reads `input` ("-" = stdin), writes `output` ("-" = stdout; a file is written to a
+// temporary name and renamed when complete, so a failed run leaves no half-written output). Logs sentences/s
+// and tokens/s to stderr at the end.
+TranslationStats translate_file(Translator& translator, const std::string& input, const std::string& output);
+
+}  // namespace parla::decode
