@@ -1,5 +1,6 @@
 #pragma once
-// Section "training": Optimisation, batching, validation and checkpoints (parla-train).
+// Section "training": optimisation, batching, stopping, validation and checkpoints (parla-train).
+// Defaults follow the Transformer paper and fairseq's recipes (Vaswani et al. 2017, section 5.3-5.4).
 #include <string>
 #include <vector>
 
@@ -8,8 +9,50 @@
 namespace parla {
 
 struct TrainingConfig {
-  double lr = 0.0007;  // peak learning rate
-  int batch_tokens = 4096;  // source+target tokens per batch
+  std::string task = "translation";  // translation or bert (masked LM + next sentence pretraining)
+
+  // Optimiser: Adam with decoupled weight decay (AdamW), betas (0.9, 0.98), eps 1e-9 as in the paper.
+  double lr = 0.0007;              // peak learning rate
+  std::string schedule = "inverse_sqrt";  // inverse_sqrt, constant or cosine
+  int warmup_steps = 4000;         // linear warm-up steps
+  double min_lr = 0.0;             // floor of the learning rate (cosine decays to it)
+  double adam_beta1 = 0.9;
+  double adam_beta2 = 0.98;
+  double adam_eps = 1e-9;
+  double weight_decay = 0.0;       // decoupled (AdamW)
+  double label_smoothing = 0.1;    // epsilon_ls
+  double clip_norm = 0.0;          // clip the global gradient L2 norm to this (0 = off)
+
+  // Batching.
+  int batch_tokens = 4096;         // padded source+target tokens per batch
+  int update_freq = 1;             // batches accumulated per optimiser step
+  int max_len = 256;               // drop pairs with a side longer than this (tokens incl. </s>)
+
+  // Stopping (0 = no limit; at least one limit or early stopping must be set).
+  int64_t max_steps = 0;
+  int max_epochs = 0;
+  double max_time = 0.0;           // minutes of wall-clock time
+  std::string early_stop_metric = "loss";  // bleu, loss or perplexity; also picks checkpoint_best.pt
+  int patience = 0;                // validations without improvement before stopping (0 = off)
+  int max_bad_steps = 10;          // consecutive NaN/inf losses before training stops
+
+  // Validation.
+  int64_t valid_every = 1000;      // steps between validations (0 = only at the end)
+  bool valid_bleu = true;          // decode the validation set and score BLEU
+  int valid_max_sentences = 0;     // validate on the first N pairs only (0 = all)
+  int valid_beam_size = 1;         // beam for validation decoding (1 = greedy)
+
+  // Checkpoints and logs.
+  std::string save_dir;            // checkpoint_last.pt, checkpoint_best.pt, checkpoint_<step>.pt, metrics.jsonl
+  int64_t save_every = 0;          // steps between checkpoints (0 = at every validation)
+  int keep_last = 5;               // how many checkpoint_<step>.pt to keep
+  int log_every = 100;             // steps between progress lines
+  std::string metrics_file = "metrics.jsonl";  // JSON lines in save_dir
+  std::string init_encoder_from;   // BERT checkpoint whose encoder initialises a translation model
+
+  // BERT pretraining (Devlin et al. 2019, section 3.1).
+  double mlm_prob = 0.15;          // fraction of tokens chosen for prediction
+  int bert_max_len = 128;          // tokens per sentence pair ([CLS] A [SEP] B [SEP])
 
   static const config::SectionSchema<TrainingConfig>& schema();
 };

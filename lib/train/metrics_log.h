@@ -1,0 +1,25 @@
+#pragma once
+// The machine-readable training log: one JSON object per line (JSON Lines), appended and flushed as events
+// happen, so curves can be drawn while training runs and a resumed run continues the same file. Each record has
+// "type" ("train" or "valid"), "step", "epoch" and the event's figures.
+#include <fstream>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace parla::train {
+
+class MetricsLog {
+ public:
+  MetricsLog() = default;  // disabled (non-master ranks)
+  // Opens `path` for appending; truncate = start a fresh file (a new run). Throws IoError.
+  MetricsLog(const std::string& path, bool truncate);
+  void write(const nlohmann::json& record);
+  bool enabled() const { return out_.is_open(); }
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+};
+
+}  // namespace parla::train

@@ -1,0 +1,565 @@
+#include "train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <limits>
+#include <regex>
+
+#include <spdlog/spdlog.h>
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "core/progress.h"
+#include "data/batch_sampler.h"
+#include "data/token_dataset.h"
+#include "models/checkpoint.h"
+#include "train/bert_pretraining.h"
+#include "train/distributed.h"
+#include "train/lr_schedule.h"
+#include "train/metrics_log.h"
+#include "train/shutdown_signal.h"
+#include "train/task.h"
+#include "train/training_state.h"
+#include "train/translation_task.h"
+
+namespace fs = std::filesystem;
+
+namespace parla::train {
+
+void check_training_config(const Config& cfg) {
+  const auto& t = cfg.training;
+  if (cfg.data.dir.empty())
+    throw ConfigError("missing data.dir: the parla-preprocess output directory (flag --data DIR)");
+  if (t.save_dir.empty())
+    throw ConfigError("missing training.save_dir: where checkpoints go (flag --save-dir/-o DIR)");
+  if (t.max_steps == 0 && t.max_epochs == 0 && t.max_time == 0 && t.patience == 0)
+    throw ConfigError("training would never stop: set training.max_steps, training.max_epochs, training.max_time "
+                      "or training.patience (early stopping)");
+  if (t.early_stop_metric == "bleu" && (!t.valid_bleu || t.task != "translation"))
+    throw ConfigError("training.early_stop_metric 'bleu' needs training.valid_bleu = true and the translation task");
+  if (t.task == "bert" && cfg.model.type != "bert")
+    throw ConfigError("training.task 'bert' needs model.type 'bert' (got '" + cfg.model.type + "')");
+  if (t.task == "translation" && cfg.model.type == "bert")
+    throw ConfigError("model.type 'bert' is trained with training.task 'bert' (got 'translation')");
+  if (!t.init_encoder_from.empty() && t.task != "translation")
+    throw ConfigError("training.init_encoder_from initialises a translation model; training.task is '" + t.task +
+                      "'");
+}
+
+std::vector<std::string> model_config_differences(const nlohmann::json& checkpoint, const nlohmann::json& current) {
+  std::vector<std::string> out;
+  const auto& a = checkpoint.contains("model") ? checkpoint["model"] : nlohmann::json::object();
+  const auto& b = current.contains("model") ? current["model"] : nlohmann::json::object();
+  std::set<std::string> keys;
+  for (auto it = a.begin(); it != a.end(); ++it) keys.insert(it.key());
+  for (auto it = b.begin(); it != b.end(); ++it) keys.insert(it.key());
+  for (const auto& k : keys) {
+    auto va = a.contains(k) ? a[k] : nlohmann::json();
+    auto vb = b.contains(k) ? b[k] : nlohmann::json();
+    if (va != vb) out.push_back("model." + k + " (checkpoint " + va.dump() + ", config " + vb.dump() + ")");
+  }
+  return out;
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::string read_file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError("cannot read '" + path + "'");
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// Atomic write of a small text file: temp in the same folder, then rename.
+void write_text_atomically(const std::string& path, const std::string& text) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << text;
+    if (!out) throw IoError("cannot write '" + tmp + "'");
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) throw IoError("cannot rename '" + tmp + "' to '" + path + "': " + ec.message());
+}
+
+void copy_atomically(const std::string& from, const std::string& to) {
+  std::string tmp = to + ".tmp";
+  std::error_code ec;
+  fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
+  if (!ec) fs::rename(tmp, to, ec);
+  if (ec) throw IoError("cannot write '" + to + "': " + ec.message());
+}
+
+bool is_oom(const std::exception& e) {
+  std::string m = e.what();
+  return m.find("out of memory") != std::string::npos || m.find("DefaultCPUAllocator: can't allocate") !=
+                                                              std::string::npos;
+}
+
+bool lower_is_better(const std::string& metric) { return metric != "bleu"; }
+
+double metric_value(const ValidationResult& r, const std::string& metric) {
+  if (metric == "bleu") return r.bleu;
+  if (metric == "perplexity") return r.perplexity;
+  return r.loss;
+}
+
+}  // namespace
+
+struct Trainer::Impl {
+  Config cfg;
+  TrainerOptions opts;
+  std::shared_ptr<DataParallel> dp;
+  torch::Device device{torch::kCPU};
+  data::DatasetInfo info;
+  std::unique_ptr<Task> task;
+  std::shared_ptr<torch::nn::Module> model;
+  std::unique_ptr<torch::optim::AdamW> optimizer;
+  std::unique_ptr<LrSchedule> schedule;
+  TrainingState state;
+  MetricsLog metrics;
+  std::string save_dir;
+  std::string src_spm, tgt_spm;
+  bool master = true;
+
+  Impl(const Config& c, TrainerOptions o, std::shared_ptr<DataParallel> d)
+      : cfg(c), opts(std::move(o)), dp(std::move(d)) {
+    check_training_config(cfg);
+    const auto& t = cfg.training;
+    if (cfg.runtime.device == "cuda" || (cfg.runtime.device == "auto" && torch::cuda::is_available()))
+      device = torch::Device(torch::kCUDA, 0);
+    if (!dp) dp = DataParallel::from_env(cfg.runtime.device);
+    master = dp->is_master();
+    save_dir = t.save_dir;
+
+    info = data::read_dataset_info(cfg.data.dir);
+    src_spm = read_file_bytes(info.src_spm_path);
+    tgt_spm = info.tgt_spm_path == info.src_spm_path ? src_spm : read_file_bytes(info.tgt_spm_path);
+
+    // The same seed gives the same initial weights and dropout masks on every run (and every rank).
+    torch::manual_seed(static_cast<uint64_t>(cfg.runtime.seed));
+    if (t.task == "bert")
+      task = std::make_unique<BertPretrainingTask>(cfg, info);
+    else
+      task = std::make_unique<TranslationTask>(cfg, info);
+    model = task->model();
+
+    std::string last = save_dir + "/checkpoint_last.pt";
+    if (opts.resume.empty() && !opts.overwrite && fs::exists(last))
+      throw UsageError("'" + last + "' exists: continue it with --resume, or start over with --overwrite or "
+                       "another --save-dir");
+    if (!t.init_encoder_from.empty() && opts.resume.empty()) {
+      auto* tt = dynamic_cast<TranslationTask*>(task.get());
+      tt->init_encoder_from(t.init_encoder_from);
+    }
+    model->to(device);
+    model->train();
+
+    torch::optim::AdamWOptions ao(t.lr);
+    ao.betas({t.adam_beta1, t.adam_beta2}).eps(t.adam_eps).weight_decay(t.weight_decay);
+    optimizer = std::make_unique<torch::optim::AdamW>(model->parameters(), ao);
+    schedule = std::make_unique<LrSchedule>(LrSchedule::from_config(t));
+
+    if (!opts.resume.empty()) {
+      resume_from(opts.resume);
+    } else {
+      dp->broadcast_parameters(*model);
+    }
+    if (master) {
+      std::error_code ec;
+      fs::create_directories(save_dir, ec);
+      if (ec) throw IoError("cannot create training.save_dir '" + save_dir + "': " + ec.message());
+      write_text_atomically(save_dir + "/config.json", config::to_json(cfg).dump(2) + "\n");
+      metrics = MetricsLog(save_dir + "/" + t.metrics_file, /*truncate=*/opts.resume.empty());
+    }
+  }
+
+  void resume_from(const std::string& path) {
+    if (!fs::exists(path)) throw DataError("cannot resume: checkpoint '" + path + "' does not exist");
+    auto meta = models::read_meta(path);
+    auto diffs = model_config_differences(meta.config, config::to_json(cfg));
+    if (!diffs.empty()) {
+      std::string msg = "cannot resume from '" + path + "': the model config differs:";
+      for (const auto& d : diffs) msg += "\n  " + d;
+      throw ConfigError(msg);
+    }
+    std::string old_task = meta.config.value("/training/task"_json_pointer, std::string("translation"));
+    if (old_task != cfg.training.task)
+      throw ConfigError("cannot resume from '" + path + "': training.task differs (checkpoint '" + old_task +
+                        "', config '" + cfg.training.task + "')");
+    if (meta.src_vocab_size != info.src_vocab_size ||
+        (cfg.training.task == "translation" && meta.tgt_vocab_size != info.tgt_vocab_size))
+      throw ConfigError("cannot resume from '" + path + "': vocabulary sizes differ (checkpoint src_vocab_size " +
+                        std::to_string(meta.src_vocab_size) + ", tgt_vocab_size " +
+                        std::to_string(meta.tgt_vocab_size) + "; dataset '" + info.dir + "' src_vocab_size " +
+                        std::to_string(info.src_vocab_size) + ", tgt_vocab_size " +
+                        std::to_string(info.tgt_vocab_size) + ")");
+    for (const char* key : {"batch_tokens", "update_freq", "max_len", "lr", "schedule", "warmup_steps"}) {
+      auto p = nlohmann::json::json_pointer(std::string("/training/") + key);
+      if (meta.config.contains(p) && meta.config[p] != config::to_json(cfg)[p])
+        spdlog::warn("resuming with a different training.{} ({} -> {}): the run will not repeat an "
+                     "uninterrupted one exactly",
+                     key, meta.config[p].dump(), config::to_json(cfg)[p].dump());
+    }
+    models::load_weights(path, *model, [&](torch::serialize::InputArchive& a) {
+      torch::serialize::InputArchive opt;
+      if (!a.try_read("optimizer", opt))
+        throw DataError("'" + path + "' has no optimizer state (a model-only or averaged checkpoint?)");
+      optimizer->load(opt);
+      state.load(a, path);
+      torch::serialize::InputArchive ts;
+      if (a.try_read("task_state", ts)) task->load_state(ts);
+    });
+    spdlog::info("resumed from '{}' at step {}, epoch {} (batch {} of the epoch)", path, state.step, state.epoch,
+                 state.batch_in_epoch);
+  }
+
+  nlohmann::json info_json() const {
+    return {{"step", state.step},
+            {"epoch", state.epoch},
+            {"task", cfg.training.task},
+            {"dataset", info.dir},
+            {"validation", state.valid_history.empty() ? nlohmann::json() : state.valid_history.back()},
+            {"best", {{"metric", cfg.training.early_stop_metric}, {"value", state.best}, {"step", state.best_step}}},
+            {"valid_history", state.valid_history}};
+  }
+
+  // Rank 0 writes checkpoint_<step>.pt (when keep_last > 0) and checkpoint_last.pt, atomically.
+  void save_checkpoints(bool keep_numbered) {
+    if (!master) return;
+    models::ModelMeta meta;
+    meta.config = config::to_json(cfg);
+    meta.src_spm = src_spm;
+    meta.tgt_spm = tgt_spm;
+    meta.info = info_json();
+    std::string last = save_dir + "/checkpoint_last.pt";
+    models::save_checkpoint(last, *model, meta, [&](torch::serialize::OutputArchive& a) {
+      torch::serialize::OutputArchive opt;
+      optimizer->save(opt);
+      a.write("optimizer", opt);
+      state.save(a);
+      torch::serialize::OutputArchive ts;
+      task->save_state(ts);
+      a.write("task_state", ts);
+    });
+    if (keep_numbered && cfg.training.keep_last > 0) {
+      copy_atomically(last, save_dir + "/checkpoint_" + std::to_string(state.step) + ".pt");
+      prune_numbered();
+    }
+    spdlog::info("saved checkpoint at step {} in '{}'", state.step, save_dir);
+  }
+
+  void prune_numbered() {
+    static const std::regex re("checkpoint_([0-9]+)\\.pt");
+    std::vector<std::pair<int64_t, fs::path>> found;
+    for (const auto& e : fs::directory_iterator(save_dir)) {
+      std::smatch m;
+      std::string name = e.path().filename().string();
+      if (std::regex_match(name, m, re)) found.emplace_back(std::stoll(m[1]), e.path());
+    }
+    std::sort(found.begin(), found.end());
+    while (static_cast<int>(found.size()) > cfg.training.keep_last) {
+      std::error_code ec;
+      fs::remove(found.front().second, ec);
+      found.erase(found.begin());
+    }
+  }
+
+  struct Verdict {
+    bool improved = false;
+    bool patience_exhausted = false;
+  };
+
+  // Validates with the training's random generators untouched, updates the early-stopping state and logs.
+  Verdict validate(TrainResult& result) {
+    auto gen = at::detail::getDefaultCPUGenerator();
+    torch::Tensor rng;
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      rng = gen.get_state();
+    }
+    auto t0 = Clock::now();
+    ValidationResult r = task->validate(device);
+    model->train();
+    {
+      std::lock_guard<std::mutex> lock(gen.mutex());
+      gen.set_state(rng);
+    }
+    double secs = std::chrono::duration<double>(Clock::now() - t0).count();
+    const std::string& metric = cfg.training.early_stop_metric;
+    double v = metric_value(r, metric);
+    bool improved = !state.has_best || (lower_is_better(metric) ? v < state.best : v > state.best);
+    if (improved) {
+      state.has_best = true;
+      state.best = v;
+      state.best_step = state.step;
+      state.stale_validations = 0;
+    } else {
+      ++state.stale_validations;
+    }
+    state.last_valid_step = state.step;
+    nlohmann::json rec = r.to_json();
+    rec["type"] = "valid";
+    rec["step"] = state.step;
+    rec["epoch"] = state.epoch;
+    rec["seconds"] = secs;
+    rec["best"] = state.best;
+    state.valid_history.push_back(rec);
+    result.last_validation = rec;
+    if (master) {
+      metrics.write(rec);
+      std::string bleu = r.bleu >= 0 ? fmt::format(" | bleu {:.2f}", r.bleu) : "";
+      spdlog::info("valid | step {} | epoch {} | loss {:.4f} | ppl {:.2f}{} | best {} {:.4f} (step {}){} | {}",
+                   state.step, state.epoch, r.loss, r.perplexity, bleu, metric, state.best, state.best_step,
+                   improved ? " *" : "", Progress::format_duration(secs));
+    }
+    return {improved, cfg.training.patience > 0 && state.stale_validations >= cfg.training.patience};
+  }
+
+  // checkpoint_last.pt (+ checkpoint_<step>.pt), and checkpoint_best.pt when the validation just improved.
+  void save(bool keep_numbered, bool best) {
+    save_checkpoints(keep_numbered);
+    if (best && master) copy_atomically(save_dir + "/checkpoint_last.pt", save_dir + "/checkpoint_best.pt");
+  }
+
+  TrainResult run() {
+    const auto& t = cfg.training;
+    TrainResult result;
+    install_shutdown_handlers();
+    const auto& table = task->train_lengths();
+    const int world = dp->world_size();
+    const uint64_t seed = static_cast<uint64_t>(cfg.runtime.seed);
+    auto plan = data::plan_epoch(table, t.batch_tokens, seed, state.epoch);
+    auto params = model->parameters();
+    const double elapsed_before = state.elapsed;
+    const auto start = Clock::now();
+    const int64_t start_step = state.step;
+    int64_t update_index = 0;
+    bool saved_at_step = false;
+
+    // Interval figures for progress lines.
+    double iv_loss = 0, iv_nll = 0, iv_count = 0, iv_tokens = 0;
+    auto iv_start = Clock::now();
+
+    if (master)
+      spdlog::info("training {} ({} parameters) on {} ({} rank{}): {} pairs, {} batches per epoch",
+                   t.task, [&] {
+                     int64_t n = 0;
+                     for (const auto& p : params) n += p.numel();
+                     return n;
+                   }(), device.str(), world, world > 1 ? "s" : "", table.ids.size(), plan.size());
+
+    while (true) {
+      // --- next group of batches (end of epoch: next epoch, reshuffled from the seed) ---
+      if (state.batch_in_epoch >= static_cast<int64_t>(plan.size())) {
+        if (t.max_epochs > 0 && state.epoch >= t.max_epochs) {
+          result.stop_reason = "max_epochs";
+          break;
+        }
+        ++state.epoch;
+        state.batch_in_epoch = 0;
+        plan = data::plan_epoch(table, t.batch_tokens, seed, state.epoch);
+        if (master) spdlog::info("epoch {} begins ({} batches)", state.epoch, plan.size());
+      }
+      const int64_t begin = state.batch_in_epoch;
+      const int64_t end = std::min<int64_t>(plan.size(), begin + static_cast<int64_t>(t.update_freq) * world);
+
+      model->train();
+      std::vector<data::Batch> batches;
+      try {
+        for (int64_t i = begin; i < end; ++i)
+          if (dp->owns_batch(i)) batches.push_back(task->train_batch(plan[static_cast<size_t>(i)], state.epoch));
+      } catch (const c10::Error& e) {
+        throw DataError(std::string("reading training batch: ") + e.what_without_backtrace());
+      }
+      // Item counts per term (known before the forward pass), the shutdown flag and the tokens, summed over
+      // ranks in one collective.
+      const size_t n_terms = task->num_terms();
+      std::vector<double> counts(n_terms, 0.0);
+      int64_t local_tokens = 0;
+      for (auto& b : batches) {
+        auto c = task->counts(b);
+        for (size_t i = 0; i < n_terms; ++i) counts[i] += c[i];
+        local_tokens += Task::batch_tokens(b);
+      }
+      const bool poison = opts.poison_update && opts.poison_update(update_index);
+      double local_nll = 0;
+      std::vector<double> local_sums;
+      std::vector<double> to_reduce = counts;
+      to_reduce.push_back(shutdown_requested() != 0 ? 1.0 : 0.0);
+      to_reduce.push_back(static_cast<double>(local_tokens));
+      auto global = dp->all_reduce_sum(to_reduce);
+      const double stop_votes = global[n_terms];
+      const double update_tokens = global[n_terms + 1];
+
+      local_sums.assign(n_terms, 0.0);
+      try {
+        for (auto& cpu_batch : batches) {
+          auto b = cpu_batch.to(device);
+          auto terms = task->loss(b);
+          torch::Tensor total;
+          for (size_t i = 0; i < n_terms && i < terms.sums.size(); ++i) {
+            if (global[i] <= 0) continue;
+            auto part = terms.sums[i] / global[i];
+            total = total.defined() ? total + part : part;
+            local_sums[i] += terms.sums[i].item<double>();
+          }
+          local_nll += terms.nll;
+          if (!total.defined()) continue;
+          if (poison) total = total * std::numeric_limits<double>::quiet_NaN();
+          total.backward();
+        }
+      } catch (const c10::Error& e) {
+        if (is_oom(e))
+          throw DataError("out of memory at step " + std::to_string(state.step + 1) +
+                          ": lower training.batch_tokens (now " + std::to_string(t.batch_tokens) +
+                          ") and raise training.update_freq to keep the effective batch");
+        throw;
+      } catch (const std::bad_alloc&) {
+        throw DataError("out of memory at step " + std::to_string(state.step + 1) +
+                        ": lower training.batch_tokens (now " + std::to_string(t.batch_tokens) +
+                        ") and raise training.update_freq to keep the effective batch");
+      }
+      dp->all_reduce_gradients(*model);
+      std::vector<double> stats = local_sums;
+      stats.push_back(local_nll);
+      stats = dp->all_reduce_sum(stats);
+      double loss = 0;
+      for (size_t i = 0; i < n_terms; ++i)
+        if (global[i] > 0) loss += stats[i] / global[i];
+      if (poison) loss = std::numeric_limits<double>::quiet_NaN();
+      const double nll = global[0] > 0 ? stats[n_terms] / global[0] : 0.0;
+
+      // Gradient norm over all parameters (clipped when clip_norm > 0; an infinite bound only measures it).
+      double max_norm = t.clip_norm > 0 ? t.clip_norm : std::numeric_limits<double>::infinity();
+      double grad_norm = torch::nn::utils::clip_grad_norm_(params, max_norm);
+      state.batch_in_epoch = end;
+      ++update_index;
+
+      if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
+        optimizer->zero_grad();
+        ++state.bad_steps;
+        ++state.skipped_steps;
+        result.losses.push_back(std::numeric_limits<double>::quiet_NaN());
+        spdlog::warn("step {}: {} loss or gradient, update skipped ({} in a row, {} in total)", state.step + 1,
+                     std::isnan(loss) || std::isnan(grad_norm) ? "NaN" : "infinite", state.bad_steps,
+                     state.skipped_steps);
+        if (state.bad_steps >= t.max_bad_steps)
+          throw DataError("training diverged: " + std::to_string(state.bad_steps) +
+                          " updates in a row had a NaN/inf loss (training.max_bad_steps); lower training.lr, "
+                          "raise training.warmup_steps or set training.clip_norm, and resume from the last "
+                          "checkpoint");
+      } else {
+        state.bad_steps = 0;
+        const double lr = (*schedule)(state.step + 1);
+        for (auto& g : optimizer->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+        optimizer->step();
+        optimizer->zero_grad();
+        ++state.step;
+        saved_at_step = false;
+        state.tokens += static_cast<int64_t>(update_tokens);
+        result.losses.push_back(loss);
+        iv_loss += loss * global[0];
+        iv_nll += nll * global[0];
+        iv_count += global[0];
+        iv_tokens += update_tokens;
+      }
+      state.elapsed = elapsed_before + std::chrono::duration<double>(Clock::now() - start).count();
+
+      // --- progress line and metrics record ---
+      if (state.step > 0 && state.step % t.log_every == 0 && iv_count > 0) {
+        double secs = std::chrono::duration<double>(Clock::now() - iv_start).count();
+        double mean_loss = iv_loss / iv_count, mean_nll = iv_nll / iv_count;
+        double tok_s = secs > 0 ? iv_tokens / secs : 0;
+        double run_secs = std::chrono::duration<double>(Clock::now() - start).count();
+        double per_step = run_secs / std::max<int64_t>(1, state.step - start_step);
+        double eta = std::numeric_limits<double>::quiet_NaN();
+        if (t.max_steps > 0) eta = per_step * static_cast<double>(t.max_steps - state.step);
+        if (t.max_time > 0) {
+          double left = t.max_time * 60 - state.elapsed;
+          eta = std::isnan(eta) ? left : std::min(eta, left);
+        }
+        double lr = (*schedule)(state.step);
+        if (master) {
+          spdlog::info("step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | gnorm {:.3f} | {:.0f} tok/s | "
+                       "elapsed {}{}",
+                       state.step, state.epoch, mean_loss, std::exp(mean_nll), lr, grad_norm, tok_s,
+                       Progress::format_duration(state.elapsed),
+                       std::isnan(eta) ? "" : " | ETA " + Progress::format_duration(eta));
+          metrics.write({{"type", "train"},
+                         {"step", state.step},
+                         {"epoch", state.epoch},
+                         {"loss", mean_loss},
+                         {"nll", mean_nll},
+                         {"perplexity", std::exp(mean_nll)},
+                         {"lr", lr},
+                         {"grad_norm", grad_norm},
+                         {"tokens_per_second", tok_s},
+                         {"elapsed", state.elapsed},
+                         {"skipped_steps", state.skipped_steps}});
+        }
+        iv_loss = iv_nll = iv_count = iv_tokens = 0;
+        iv_start = Clock::now();
+      }
+
+      // --- stopping and validation ---
+      if (stop_votes > 0) {
+        result.signal = shutdown_requested();
+        result.stop_reason = "signal";
+        break;
+      }
+      bool stop = false;
+      if (t.max_steps > 0 && state.step >= t.max_steps) {
+        result.stop_reason = "max_steps";
+        stop = true;
+      } else if (t.max_time > 0 && state.elapsed >= t.max_time * 60) {
+        result.stop_reason = "max_time";
+        stop = true;
+      }
+      if (stop) break;
+      Verdict verdict;
+      if (t.valid_every > 0 && state.step > 0 && state.step % t.valid_every == 0 && state.last_valid_step != state.step)
+        verdict = validate(result);
+      const int64_t save_every = t.save_every > 0 ? t.save_every : t.valid_every;
+      bool save_step = save_every > 0 && state.step > 0 && state.step % save_every == 0 && !saved_at_step;
+      if (save_step || verdict.improved) {
+        save(/*keep_numbered=*/save_step, verdict.improved);
+        saved_at_step = true;
+      }
+      if (verdict.patience_exhausted) {
+        result.stop_reason = "early_stopping";
+        break;
+      }
+    }
+
+    Verdict verdict;
+    if (result.stop_reason != "signal" && state.last_valid_step != state.step && state.step > 0)
+      verdict = validate(result);
+    save(/*keep_numbered=*/result.stop_reason != "signal", verdict.improved);
+    if (master) {
+      if (result.stop_reason == "signal")
+        spdlog::warn("stopped by signal {} at step {}: saved '{}/checkpoint_last.pt'; continue with --resume",
+                     result.signal, state.step, save_dir);
+      else
+        spdlog::info("training done ({}): {} steps, epoch {}, {} tokens in {}", result.stop_reason, state.step,
+                     state.epoch, state.tokens, Progress::format_duration(state.elapsed));
+    }
+    dp->barrier();
+    result.steps = state.step;
+    result.epoch = state.epoch;
+    result.skipped_steps = state.skipped_steps;
+    return result;
+  }
+};
+
+Trainer::Trainer(const Config& cfg, TrainerOptions options, std::shared_ptr<DataParallel> dp)
+    : impl_(std::make_unique<Impl>(cfg, std::move(options), std::move(dp))) {}
+Trainer::~Trainer() = default;
+TrainResult Trainer::run() { return impl_->run(); }
+
+}  // namespace parla::train

@@ -1,0 +1,64 @@
+#pragma once
+// The training loop of parla-train (fairseq's train.py / Marian's training/graph_group + scheduler in one place):
+// token-budget batches reshuffled each epoch from the seed, gradient accumulation over update_freq batches,
+// data-parallel gradient summation (train/distributed.h), AdamW with a warm-up schedule, gradient clipping,
+// NaN/inf skipping, validation with early stopping, atomic checkpoints (last K, last, best) that resume exactly,
+// progress lines on stderr and a metrics JSON-lines file.
+//
+// Normalisation: each loss term is a SUM over items, divided by its item count over the whole update (every
+// accumulated batch on every rank, one all-reduce of the counts before the forward passes). Summing the ranks'
+// gradients then gives exactly the gradient of one large batch.
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/config.h"
+
+namespace parla::train {
+
+class DataParallel;
+
+struct TrainerOptions {
+  // Checkpoint to resume from ("" = start fresh). The model config must match the checkpoint's.
+  std::string resume;
+  // Start fresh even when save_dir already has a checkpoint_last.pt (it is overwritten as training proceeds).
+  bool overwrite = false;
+  // Testing hook: when it returns true for an update index (0-based, counting skipped updates too), that
+  // update's loss is multiplied by NaN, as a diverging model would produce.
+  std::function<bool(int64_t)> poison_update;
+};
+
+struct TrainResult {
+  int64_t steps = 0;            // optimizer updates taken in total
+  int64_t epoch = 0;
+  int64_t skipped_steps = 0;
+  std::string stop_reason;      // max_steps, max_epochs, max_time, early_stopping, signal
+  int signal = 0;               // the signal that stopped training, 0 otherwise
+  std::vector<double> losses;   // per update of this run: training loss per item (NaN for skipped updates)
+  nlohmann::json last_validation;  // empty when training ended without validating
+};
+
+class Trainer {
+ public:
+  // Reads the dataset at cfg.data.dir and builds the task's model. Throws ConfigError/DataError/UsageError
+  // naming the key or file before any training starts.
+  Trainer(const Config& cfg, TrainerOptions options, std::shared_ptr<DataParallel> dp = nullptr);
+  ~Trainer();
+  TrainResult run();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// The effective config must name a dataset, an output directory and some way to stop. Throws ConfigError.
+void check_training_config(const Config& cfg);
+
+// Model-section keys whose values differ between two effective configs (as JSON), as "model.KEY (a vs b)".
+std::vector<std::string> model_config_differences(const nlohmann::json& checkpoint, const nlohmann::json& current);
+
+}  // namespace parla::train

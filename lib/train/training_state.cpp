@@ -1,0 +1,71 @@
+#include "train/training_state.h"
+
+#include <ATen/CPUGeneratorImpl.h>
+#include <torch/torch.h>
+
+#include "core/error.h"
+
+namespace parla::train {
+
+nlohmann::json TrainingState::to_json() const {
+  return {{"step", step},
+          {"epoch", epoch},
+          {"batch_in_epoch", batch_in_epoch},
+          {"bad_steps", bad_steps},
+          {"skipped_steps", skipped_steps},
+          {"tokens", tokens},
+          {"elapsed", elapsed},
+          {"has_best", has_best},
+          {"best", best},
+          {"best_step", best_step},
+          {"stale_validations", stale_validations},
+          {"last_valid_step", last_valid_step},
+          {"valid_history", valid_history}};
+}
+
+TrainingState TrainingState::from_json(const nlohmann::json& j) {
+  TrainingState s;
+  s.step = j.at("step");
+  s.epoch = j.at("epoch");
+  s.batch_in_epoch = j.at("batch_in_epoch");
+  s.bad_steps = j.at("bad_steps");
+  s.skipped_steps = j.at("skipped_steps");
+  s.tokens = j.at("tokens");
+  s.elapsed = j.at("elapsed");
+  s.has_best = j.at("has_best");
+  s.best = j.at("best");
+  s.best_step = j.at("best_step");
+  s.stale_validations = j.at("stale_validations");
+  s.last_valid_step = j.at("last_valid_step");
+  s.valid_history = j.at("valid_history");
+  return s;
+}
+
+void TrainingState::save(torch::serialize::OutputArchive& archive) const {
+  archive.write("training_state", c10::IValue(to_json().dump()));
+  auto gen = at::detail::getDefaultCPUGenerator();
+  torch::Tensor rng;
+  {
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    rng = gen.get_state();
+  }
+  archive.write("torch_rng", rng);
+}
+
+void TrainingState::load(torch::serialize::InputArchive& archive, const std::string& path) {
+  c10::IValue v;
+  torch::Tensor rng;
+  if (!archive.try_read("training_state", v) || !v.isString() || !archive.try_read("torch_rng", rng))
+    throw DataError("'" + path + "' is not a training checkpoint (no training state); resume from "
+                    "checkpoint_last.pt or a checkpoint_<step>.pt written by parla-train");
+  try {
+    *this = from_json(nlohmann::json::parse(v.toStringRef()));
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError("'" + path + "': corrupt training state: " + e.what());
+  }
+  auto gen = at::detail::getDefaultCPUGenerator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(rng);
+}
+
+}  // namespace parla::train

@@ -1,0 +1,209 @@
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <csignal>
+#include <filesystem>
+#include <fstream>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "models/checkpoint.h"
+#include "toy_dataset.h"
+#include "train/shutdown_signal.h"
+#include "train/trainer.h"
+
+using parla::Config;
+using parla::train::Trainer;
+using parla::train::TrainerOptions;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::vector<double> metric_losses(const std::string& save_dir) {
+  std::ifstream in(save_dir + "/metrics.jsonl");
+  std::vector<double> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    auto j = nlohmann::json::parse(line);
+    if (j["type"] == "train") out.push_back(j["loss"].get<double>());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("training on a toy copy task lowers the validation loss well below chance") {
+  auto data = parla::test::toy_dataset("copy", 12);
+  Config cfg = parla::test::toy_config(data, "copy-run");
+  cfg.training.max_steps = 300;
+  cfg.training.valid_every = 50;
+  auto result = Trainer(cfg, {}).run();
+  CHECK(result.stop_reason == "max_steps");
+  CHECK(result.steps == 300);
+  // Guessing from the unigram distribution costs log(8) = 2.08 nats per token (8 ordinary ids, uniform); a model
+  // that has learned to copy is far below.
+  REQUIRE(result.last_validation.contains("nll"));
+  CHECK(result.last_validation["nll"].get<double>() < 0.6 * std::log(8.0));
+  CHECK(result.losses.back() < result.losses.front() - 1.0);
+  for (const char* f : {"checkpoint_last.pt", "checkpoint_best.pt", "checkpoint_300.pt", "checkpoint_250.pt",
+                        "metrics.jsonl", "config.json"})
+    CHECK(fs::exists(cfg.training.save_dir + "/" + f));
+  CHECK_FALSE(fs::exists(cfg.training.save_dir + "/checkpoint_200.pt"));  // keep_last = 2
+  auto meta = parla::models::read_meta(cfg.training.save_dir + "/checkpoint_last.pt");
+  CHECK(meta.info["step"] == 300);
+  CHECK(meta.info["valid_history"].size() == 6);
+}
+
+TEST_CASE("two runs with the same config and seed give the same losses") {
+  auto data = parla::test::toy_dataset("determinism");
+  Config a = parla::test::toy_config(data, "det-a");
+  Config b = parla::test::toy_config(data, "det-b");
+  a.training.max_steps = b.training.max_steps = 15;
+  auto ra = Trainer(a, {}).run();
+  auto rb = Trainer(b, {}).run();
+  REQUIRE(ra.losses.size() == 15);
+  CHECK(ra.losses == rb.losses);
+  Config c = parla::test::toy_config(data, "det-c");
+  c.training.max_steps = 15;
+  c.runtime.seed = 8;
+  CHECK(Trainer(c, {}).run().losses != ra.losses);
+}
+
+TEST_CASE("a run interrupted and resumed gives exactly the losses of an uninterrupted run") {
+  auto data = parla::test::toy_dataset("resume");
+  for (std::string type : {"transformer", "rnn"}) {
+    SECTION(type) {
+      Config full = parla::test::toy_config(data, "resume-full-" + type, type);
+      full.training.max_steps = 40;
+      full.training.update_freq = 2;  // accumulation and an epoch boundary (about 25 batches) inside the run
+      auto rf = Trainer(full, {}).run();
+
+      Config part = parla::test::toy_config(data, "resume-part-" + type, type);
+      part.training.max_steps = 17;
+      part.training.update_freq = 2;
+      Trainer(part, {}).run();
+      part.training.max_steps = 40;
+      TrainerOptions o;
+      o.resume = part.training.save_dir + "/checkpoint_last.pt";
+      auto rp = Trainer(part, o).run();
+      CHECK(rp.losses.size() == 23);
+      auto lf = metric_losses(full.training.save_dir), lp = metric_losses(part.training.save_dir);
+      REQUIRE(lf.size() == 40);
+      CHECK(lp == lf);
+    }
+  }
+}
+
+TEST_CASE("a NaN loss skips the update, and too many in a row stop training with a message") {
+  auto data = parla::test::toy_dataset("nan");
+  Config cfg = parla::test::toy_config(data, "nan-run");
+  cfg.training.max_steps = 10;
+  cfg.training.max_bad_steps = 3;
+  TrainerOptions o;
+  o.poison_update = [](int64_t i) { return i == 2 || i == 3; };
+  auto r = Trainer(cfg, o).run();
+  CHECK(r.skipped_steps == 2);
+  CHECK(r.steps == 10);  // skipped updates do not count as steps
+  CHECK(std::isnan(r.losses[2]));
+  CHECK(std::isfinite(r.losses[4]));
+
+  Config bad = parla::test::toy_config(data, "nan-run-2");
+  bad.training.max_steps = 10;
+  bad.training.max_bad_steps = 3;
+  TrainerOptions always;
+  always.poison_update = [](int64_t i) { return i >= 1; };
+  CHECK_THROWS_WITH(Trainer(bad, always).run(), Catch::Contains("max_bad_steps"));
+}
+
+TEST_CASE("resuming with a different model config names every key that differs") {
+  auto data = parla::test::toy_dataset("mismatch");
+  Config cfg = parla::test::toy_config(data, "mismatch-run");
+  cfg.training.max_steps = 2;
+  Trainer(cfg, {}).run();
+  Config other = cfg;
+  other.model.d_model = 48;
+  other.model.heads = 4;
+  other.training.max_steps = 4;
+  TrainerOptions o;
+  o.resume = cfg.training.save_dir + "/checkpoint_last.pt";
+  try {
+    Trainer(other, o);
+    FAIL("expected a ConfigError");
+  } catch (const parla::ConfigError& e) {
+    std::string m = e.what();
+    CHECK(m.find("model.d_model (checkpoint 32, config 48)") != std::string::npos);
+    CHECK(m.find("model.heads (checkpoint 2, config 4)") != std::string::npos);
+  }
+}
+
+TEST_CASE("resuming on a dataset with another vocabulary size names the sizes") {
+  auto data = parla::test::toy_dataset("vocab-a", 24);
+  Config cfg = parla::test::toy_config(data, "vocab-run");
+  cfg.training.max_steps = 2;
+  Trainer(cfg, {}).run();
+  auto data_b = parla::test::toy_dataset("vocab-b", 30);
+  Config other = cfg;
+  other.data.dir = data_b;
+  TrainerOptions o;
+  o.resume = cfg.training.save_dir + "/checkpoint_last.pt";
+  CHECK_THROWS_WITH(Trainer(other, o), Catch::Contains("src_vocab_size 24") && Catch::Contains("src_vocab_size 30"));
+}
+
+TEST_CASE("missing or corrupt checkpoints and splits give clear errors") {
+  auto data = parla::test::toy_dataset("errors");
+  Config cfg = parla::test::toy_config(data, "errors-run");
+  cfg.training.max_steps = 2;
+  TrainerOptions o;
+  o.resume = cfg.training.save_dir + "/nope.pt";
+  CHECK_THROWS_WITH(Trainer(cfg, o), Catch::Contains("nope.pt"));
+  fs::create_directories(cfg.training.save_dir);
+  std::ofstream(cfg.training.save_dir + "/corrupt.pt") << "not a checkpoint";
+  o.resume = cfg.training.save_dir + "/corrupt.pt";
+  CHECK_THROWS_AS(Trainer(cfg, o), parla::DataError);
+  fs::remove(data + "/valid.en.idx");
+  CHECK_THROWS_WITH(Trainer(cfg, {}), Catch::Contains("valid.en"));
+}
+
+TEST_CASE("an existing run is not overwritten without --resume or --overwrite") {
+  auto data = parla::test::toy_dataset("exists");
+  Config cfg = parla::test::toy_config(data, "exists-run");
+  cfg.training.max_steps = 1;
+  Trainer(cfg, {}).run();
+  CHECK_THROWS_AS(Trainer(cfg, {}), parla::UsageError);
+  TrainerOptions o;
+  o.overwrite = true;
+  CHECK_NOTHROW(Trainer(cfg, o));
+}
+
+TEST_CASE("SIGINT saves checkpoint_last and stops after the current update") {
+  auto data = parla::test::toy_dataset("signal");
+  Config cfg = parla::test::toy_config(data, "signal-run");
+  cfg.training.max_steps = 50;
+  TrainerOptions o;
+  o.poison_update = [](int64_t i) {
+    if (i == 4) std::raise(SIGINT);
+    return false;
+  };
+  auto r = Trainer(cfg, o).run();
+  parla::train::reset_shutdown();
+  CHECK(r.stop_reason == "signal");
+  CHECK(r.signal == SIGINT);
+  CHECK(r.steps == 5);
+  auto meta = parla::models::read_meta(cfg.training.save_dir + "/checkpoint_last.pt");
+  CHECK(meta.info["step"] == 5);
+}
+
+TEST_CASE("early stopping ends training after `patience` validations without improvement") {
+  auto data = parla::test::toy_dataset("early");
+  Config cfg = parla::test::toy_config(data, "early-run");
+  cfg.training.lr = 1e-9;  // nothing is learned, so validation cannot improve after the first
+  cfg.training.warmup_steps = 0;
+  cfg.training.schedule = "constant";
+  cfg.training.valid_every = 2;
+  cfg.training.patience = 2;
+  cfg.training.max_steps = 100;
+  auto r = Trainer(cfg, {}).run();
+  CHECK(r.stop_reason == "early_stopping");
+  CHECK(r.steps <= 10);
+}
