@@ -14,7 +14,7 @@ namespace {
 const char* kConfigApps[] = {"parla-preprocess", "parla-train", "parla-translate"};
 }
 
-TEST_CASE("apps: --dump-config prints the effective config with defaults, file values and overrides") {
+TEST_CASE("the effective config from --dump-config has the defaults, file values and overrides") {
   parla::testing::TempDir dir("flags");
   auto cfg = dir.write("c.json", R"({"runtime": {"threads": 1}, "decoding": {"beam_size": 7}})");
   for (const char* app : kConfigApps) {
@@ -29,7 +29,7 @@ TEST_CASE("apps: --dump-config prints the effective config with defaults, file v
   }
 }
 
-TEST_CASE("apps: an unknown config key exits 2 naming the key, the file and a suggestion") {
+TEST_CASE("an unknown config key exits 2 naming the key, the file and a suggestion") {
   parla::testing::TempDir dir("flags");
   auto cfg = dir.write("typo.json", R"({"decoding": {"beam_sise": 4}})");
   for (const char* app : kConfigApps) {
@@ -43,7 +43,7 @@ TEST_CASE("apps: an unknown config key exits 2 naming the key, the file and a su
   }
 }
 
-TEST_CASE("apps: a wrong type or out-of-range override exits 2 naming the key") {
+TEST_CASE("a wrong type or out-of-range override exits 2 naming the key") {
   for (const char* app : kConfigApps) {
     INFO(app);
     auto wrong_type = run(app, {"--set", "runtime.threads=many", "--dump-config"});
@@ -56,7 +56,7 @@ TEST_CASE("apps: a wrong type or out-of-range override exits 2 naming the key") 
   }
 }
 
-TEST_CASE("apps: --help documents the common options and exits 0; an unknown flag or log level exits 2") {
+TEST_CASE("--help documents the common options and exits 0, an unknown flag or log level exits 2") {
   for (const char* app : {"parla-preprocess", "parla-train", "parla-translate", "parla-score-bleu"}) {
     INFO(app);
     auto help = run(app, {"--help"});

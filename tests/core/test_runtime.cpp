@@ -17,7 +17,7 @@ TEST_CASE("runtime: threads = N sets LibTorch's intra-op pool to N, and 0 means 
   CHECK(torch::get_num_threads() == all);
 }
 
-TEST_CASE("runtime: the BLAS that LibTorch calls is OpenBLAS (tools/setup.sh installs it; reference BLAS is 40x slower)") {
+TEST_CASE("runtime: the BLAS that LibTorch calls is OpenBLAS (tools/setup.sh installs it, reference BLAS is 40x slower)") {
   CHECK_THAT(parla::runtime::blas_name(), Catch::Matchers::StartsWith("OpenBLAS"));
 }
 
