@@ -6,6 +6,7 @@
 #include <type_traits>
 
 #include "core/error.h"
+#include "metrics/reference_streams.h"
 #include "text/unicode.h"
 
 namespace parla::metrics {
@@ -249,16 +250,11 @@ BleuStats bleu_segment_stats(const BleuOptions& o, std::string_view hyp, const s
 
 BleuScore corpus_bleu(const BleuOptions& o, const std::vector<std::string>& hyps,
                       const std::vector<std::vector<std::string>>& ref_streams) {
+  check_reference_streams(ref_streams, hyps.size());
   BleuStats total;
   std::vector<std::string> refs(ref_streams.size());
   for (std::size_t i = 0; i < hyps.size(); ++i) {
-    for (std::size_t r = 0; r < ref_streams.size(); ++r) {
-      if (ref_streams[r].size() != hyps.size())
-        throw DataError("reference stream " + std::to_string(r + 1) + " has " +
-                        std::to_string(ref_streams[r].size()) + " segments, the hypotheses " +
-                        std::to_string(hyps.size()));
-      refs[r] = ref_streams[r][i];
-    }
+    for (std::size_t r = 0; r < ref_streams.size(); ++r) refs[r] = ref_streams[r][i];
     total += bleu_segment_stats(o, hyps[i], refs);
   }
   return compute_bleu(total, o);

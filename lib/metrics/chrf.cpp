@@ -4,6 +4,7 @@
 
 #include "core/error.h"
 #include "metrics/bleu.h"
+#include "metrics/reference_streams.h"
 #include "text/unicode.h"
 
 namespace parla::metrics {
@@ -127,17 +128,12 @@ ChrfStats chrf_segment_stats(const ChrfOptions& o, std::string_view hyp, const s
 
 double corpus_chrf(const ChrfOptions& o, const std::vector<std::string>& hyps,
                    const std::vector<std::vector<std::string>>& ref_streams) {
+  check_reference_streams(ref_streams, hyps.size());
   ChrfStatsCounter counter(o);
   ChrfStats total(3 * o.char_order, 0), seg;
   std::vector<std::string_view> refs(ref_streams.size());
   for (std::size_t i = 0; i < hyps.size(); ++i) {
-    for (std::size_t r = 0; r < ref_streams.size(); ++r) {
-      if (ref_streams[r].size() != hyps.size())
-        throw DataError("reference stream " + std::to_string(r + 1) + " has " +
-                        std::to_string(ref_streams[r].size()) + " segments, the hypotheses " +
-                        std::to_string(hyps.size()));
-      refs[r] = ref_streams[r][i];
-    }
+    for (std::size_t r = 0; r < ref_streams.size(); ++r) refs[r] = ref_streams[r][i];
     counter.segment(hyps[i], refs, seg);
     for (std::size_t k = 0; k < total.size(); ++k) total[k] += seg[k];
   }

@@ -9,24 +9,19 @@
 #include <string>
 #include <vector>
 
+#include "support/files.h"
 #include "support/run.h"
 #include "support/temp_dir.h"
 
 using Catch::Matchers::Contains;
+using parla::testing::have_python;
+using parla::testing::read_lines;
 using parla::testing::run;
 
 namespace {
 
 const std::string kQuickstart = std::string(PARLA_SOURCE_DIR) + "/tools/quickstart.sh";
 
-bool have_python() { return std::system("python3 -c 'import sys' >/dev/null 2>&1") == 0; }
-
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 // The score from parla-score-bleu's output, in any of sacreBLEU's forms: JSON ("score": 12.3), the text
 // signature line ("BLEU|... = 12.3 ...") or a bare number (--score-only). -1 when there is none.

@@ -11,9 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "support/files.h"
 #include "support/run.h"
 #include "support/temp_dir.h"
 
+using parla::testing::have_python;
+using parla::testing::read_lines;
 using parla::testing::run;
 using parla::testing::shell_quote;
 
@@ -21,14 +24,6 @@ namespace {
 
 const std::string kGenerator = std::string(PARLA_SOURCE_DIR) + "/tools/toy-corpus.py";
 
-bool have_python() { return std::system("python3 -c 'import sys' >/dev/null 2>&1") == 0; }
-
-std::vector<std::string> read_lines(const std::string& path) {
-  std::ifstream in(path);
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 // Tokens of a written line: words separated by spaces, the final full stop (attached to the last word) a token
 // of its own, as BLEU's 13a tokenizer sees it.

@@ -1,0 +1,24 @@
+#pragma once
+// The loop shared by the searches that follow one path per sentence (greedy search, sampling): step the whole
+// batch, let a chooser pick one token per live row, and remove sentences from the batch (and the decoder state)
+// as soon as they emit EOS.
+#include <functional>
+#include <utility>
+#include <vector>
+
+#include <torch/types.h>
+
+#include "decode/hypothesis.h"
+#include "decode/search_options.h"
+#include "models/seq2seq.h"
+
+namespace parla::decode {
+
+// Given the constrained log-probabilities [N, V] of the live rows, returns {tokens int64 [N], their log-probs
+// float [N]}, both contiguous on the CPU.
+using TokenChooser = std::function<std::pair<torch::Tensor, torch::Tensor>(const torch::Tensor& logp)>;
+
+std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const torch::Tensor& src,
+                                          const SearchOptions& o, const TokenChooser& choose);
+
+}  // namespace parla::decode
