@@ -1,5 +1,6 @@
 #include "decode/sampling.h"
 
+#include <algorithm>
 #include <limits>
 
 #include <ATen/CPUGeneratorImpl.h>
@@ -13,7 +14,11 @@ at::Generator make_generator(uint64_t seed) { return at::detail::createCPUGenera
 
 std::vector<NBestList> sample(models::Seq2SeqModel& model, const torch::Tensor& src, const SearchOptions& o,
                               at::Generator& generator) {
-  return single_path_search(model, src, o, [&](const torch::Tensor& logp) {
+  // --n-best N draws N independent samples per sentence (as fairseq's --sampling --nbest): each source row is
+  // repeated N times, and each sentence's samples are listed best score first. Samples may repeat.
+  const int64_t n = std::max(1, o.n_best);
+  auto rows = n > 1 ? src.repeat_interleave(n, 0) : src;
+  auto samples = single_path_search(model, rows, o, [&](const torch::Tensor& logp) {
     auto logits = logp / o.temperature;
     if (o.top_k > 0 && o.top_k < logits.size(1)) {
       // Everything below the k-th largest value is excluded (ties at the threshold stay in).
@@ -25,6 +30,13 @@ std::vector<NBestList> sample(models::Seq2SeqModel& model, const torch::Tensor& 
     auto chosen = logp.to(torch::kCPU).gather(1, tokens.unsqueeze(1)).squeeze(1).contiguous();
     return std::make_pair(tokens, chosen);
   });
+  if (n == 1) return samples;
+  std::vector<NBestList> out(src.size(0));
+  for (size_t r = 0; r < samples.size(); ++r)
+    for (auto& h : samples[r]) out[r / n].push_back(std::move(h));
+  for (auto& list : out)
+    std::stable_sort(list.begin(), list.end(), [](const Hypothesis& a, const Hypothesis& b) { return a.score > b.score; });
+  return out;
 }
 
 }  // namespace parla::decode

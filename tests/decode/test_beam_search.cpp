@@ -269,3 +269,30 @@ TEST_CASE("sampling is reproducible with a seed and follows top-k", "[sampling]"
   }
   CHECK(differs_from_greedy);
 }
+
+TEST_CASE("sampling with n-best N draws N samples per sentence, listed best score first", "[sampling]") {
+  ToyModel model(30, 12, 0.3);
+  SearchOptions o = options(4);
+  o.sampling = true;
+  o.n_best = 4;
+  o.temperature = 2.0;
+  auto src = make_source(sources());
+  auto gen = make_generator(3);
+  auto lists = search(model, src, o, &gen);
+  REQUIRE(lists.size() == static_cast<size_t>(src.size(0)));
+  bool some_sentence_has_distinct_samples = false;
+  for (const auto& list : lists) {
+    REQUIRE(list.size() == 4);
+    for (size_t k = 1; k < list.size(); ++k) CHECK(list[k - 1].score >= list[k].score);
+    for (size_t k = 1; k < list.size(); ++k) some_sentence_has_distinct_samples |= list[k].tokens != list[0].tokens;
+  }
+  CHECK(some_sentence_has_distinct_samples);
+
+  // With top-1 every sample is the greedy output.
+  o.top_k = 1;
+  auto greedy = greedy_search(model, src, options(1));
+  auto g = make_generator(3);
+  auto top1 = search(model, src, o, &g);
+  for (size_t i = 0; i < top1.size(); ++i)
+    for (const auto& h : top1[i]) CHECK(h.tokens == greedy[i][0].tokens);
+}
