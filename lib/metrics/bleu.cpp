@@ -264,6 +264,16 @@ BleuScore sentence_bleu(const BleuOptions& o, const std::string& hyp, const std:
   return compute_bleu(bleu_segment_stats(o, hyp, refs), o);
 }
 
+std::string signature_head(int nrefs, bool lowercase, bool effective, bool short_form) {
+  std::string s = short_form ? "#:" : "nrefs:";
+  s += std::to_string(nrefs);
+  s += short_form ? "|c:" : "|case:";
+  s += lowercase ? "lc" : "mixed";
+  s += short_form ? "|e:" : "|eff:";
+  s += effective ? "yes" : "no";
+  return s;
+}
+
 std::string bleu_signature(const BleuOptions& o, int nrefs, bool short_form) {
   std::string smooth = smooth_method_name(o.smooth_method);
   if (o.smooth_method == SmoothMethod::kFloor || o.smooth_method == SmoothMethod::kAddK) {
@@ -271,13 +281,7 @@ std::string bleu_signature(const BleuOptions& o, int nrefs, bool short_form) {
     std::snprintf(buf, sizeof buf, "[%.2f]", o.smooth_value_or_default());
     smooth += buf;
   }
-  std::string s;
-  s += short_form ? "#:" : "nrefs:";
-  s += std::to_string(nrefs);
-  s += short_form ? "|c:" : "|case:";
-  s += o.lowercase ? "lc" : "mixed";
-  s += short_form ? "|e:" : "|eff:";
-  s += o.effective_order ? "yes" : "no";
+  std::string s = signature_head(nrefs, o.lowercase, o.effective_order, short_form);
   s += "|tok:";
   s += tokenizer_name(o.tokenize);
   s += short_form ? "|s:" : "|smooth:";

@@ -95,6 +95,8 @@ BleuScore corpus_bleu(const BleuOptions& o, const std::vector<std::string>& hyps
                       const std::vector<std::vector<std::string>>& ref_streams);
 BleuScore sentence_bleu(const BleuOptions& o, const std::string& hyp, const std::vector<std::string>& refs);
 
+// "nrefs:N|case:mixed|eff:no" (or the --short form "#:N|c:mixed|e:no"): the head every metric's signature shares.
+std::string signature_head(int nrefs, bool lowercase, bool effective, bool short_form);
 // "nrefs:1|case:mixed|eff:no|tok:13a|smooth:exp|version:2.6.0" (short: "#:1|c:mixed|e:no|tok:13a|s:exp|v:2.6.0").
 std::string bleu_signature(const BleuOptions& o, int nrefs, bool short_form = false);
 // "92.8/83.3/74.7/67.0 (BP = 1.000 ratio = 1.003 hyp_len = 2627 ref_len = 2618)"

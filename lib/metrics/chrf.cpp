@@ -145,13 +145,8 @@ double sentence_chrf(const ChrfOptions& o, const std::string& hyp, const std::ve
 }
 
 std::string chrf_signature(const ChrfOptions& o, int nrefs, bool short_form) {
-  std::string s;
-  s += short_form ? "#:" : "nrefs:";
-  s += std::to_string(nrefs);
-  s += short_form ? "|c:" : "|case:";
-  s += o.lowercase ? "lc" : "mixed";
-  s += short_form ? "|e:" : "|eff:";
-  s += o.eps_smoothing ? "no" : "yes";
+  // sacreBLEU's chrF reports eff:yes unless eps smoothing is on.
+  std::string s = signature_head(nrefs, o.lowercase, !o.eps_smoothing, short_form);
   s += "|nc:" + std::to_string(o.char_order);
   s += "|nw:0";
   s += short_form ? "|s:" : "|space:";
