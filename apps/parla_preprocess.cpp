@@ -47,7 +47,7 @@ int main(int argc, char** argv) {
     set("data.test_prefix", test_prefix, "--test-prefix");
     set("data.dir", output, "--output");
     set("vocab.model_type", model_type, "--model-type");
-    if (cli.count("--vocab-size")) builder.set("vocab.vocab_size", vocab_size, "--vocab-size");
+    parla::app::set_if_given(cli, builder, "--vocab-size", "vocab.vocab_size", vocab_size);
     parla::Config config = builder.build();
     if (parla::app::dump_config_if_asked(flags, config)) return 0;
     parla::data::preprocess(config, {force});

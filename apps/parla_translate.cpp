@@ -70,29 +70,26 @@ int main(int argc, char** argv) {
 
   return parla::app::run(cli, flags, argc, argv, [&] {
     auto builder = parla::app::start_config(flags);
-    auto set_int = [&](const char* flag, const char* key, int v) {
-      if (cli.count(flag)) builder.set(key, v, flag);
+    auto set = [&](const char* flag, const char* key, const auto& v) {
+      parla::app::set_if_given(cli, builder, flag, key, v);
     };
-    auto set_double = [&](const char* flag, const char* key, double v) {
-      if (cli.count(flag)) builder.set(key, v, flag);
-    };
-    set_int("--beam-size", "decoding.beam_size", beam);
-    set_int("--n-best", "decoding.n_best", n_best);
-    set_double("--normalize", "decoding.length_penalty", length_penalty);
-    set_double("--max-length-factor", "decoding.max_length_factor", max_length_factor);
-    set_int("--max-length-offset", "decoding.max_length_offset", max_length_offset);
-    set_int("--min-length", "decoding.min_length", min_length);
-    set_int("--max-input-length", "decoding.max_input_length", max_input);
-    set_int("--batch-size", "decoding.batch_size", batch_size);
-    set_int("--batch-tokens", "decoding.batch_tokens", batch_tokens);
-    set_int("--maxi-batch", "decoding.maxi_batch", maxi_batch);
-    set_int("--top-k", "decoding.top_k", top_k);
-    set_int("--threads", "runtime.threads", threads);
-    set_double("--temperature", "decoding.temperature", temperature);
-    if (cli.count("--seed")) builder.set("runtime.seed", seed, "--seed");
+    set("--beam-size", "decoding.beam_size", beam);
+    set("--n-best", "decoding.n_best", n_best);
+    set("--normalize", "decoding.length_penalty", length_penalty);
+    set("--max-length-factor", "decoding.max_length_factor", max_length_factor);
+    set("--max-length-offset", "decoding.max_length_offset", max_length_offset);
+    set("--min-length", "decoding.min_length", min_length);
+    set("--max-input-length", "decoding.max_input_length", max_input);
+    set("--batch-size", "decoding.batch_size", batch_size);
+    set("--batch-tokens", "decoding.batch_tokens", batch_tokens);
+    set("--maxi-batch", "decoding.maxi_batch", maxi_batch);
+    set("--top-k", "decoding.top_k", top_k);
+    set("--threads", "runtime.threads", threads);
+    set("--temperature", "decoding.temperature", temperature);
+    set("--seed", "runtime.seed", seed);
     if (line_buffered) builder.set("decoding.line_buffered", true, "--line-buffered");
     if (sampling) builder.set("decoding.sampling", true, "--sampling");
-    if (cli.count("--alignment")) builder.set("decoding.alignment", alignment, "--alignment");
+    set("--alignment", "decoding.alignment", alignment);
     if ((input.empty() || input == "-") && isatty(STDIN_FILENO) && !builder.given("decoding.line_buffered"))
       builder.set("decoding.line_buffered", true, "stdin is a terminal");
     parla::Config config = builder.build();

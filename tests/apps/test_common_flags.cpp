@@ -76,3 +76,26 @@ TEST_CASE("--help documents the common options and exits 0, an unknown flag or l
     CHECK_THAT(help.out, Contains("--dump-config"));
   }
 }
+
+TEST_CASE("named flags map onto their config keys and override the file") {
+  parla::testing::TempDir dir("flags");
+  auto cfg = dir.write("c.json", R"({"decoding": {"beam_size": 7}, "training": {"lr": 0.005}})");
+  auto translate = run("parla-translate", {"--config", cfg, "--beam-size", "3", "--normalize", "1.5", "--alignment",
+                                           "hard", "--seed", "9", "--dump-config"});
+  REQUIRE(translate.exit_code == 0);
+  auto t = nlohmann::json::parse(translate.out);
+  CHECK(t["decoding"]["beam_size"] == 3);
+  CHECK(t["decoding"]["length_penalty"] == 1.5);
+  CHECK(t["decoding"]["alignment"] == "hard");
+  CHECK(t["runtime"]["seed"] == 9);
+  auto train = run("parla-train", {"--config", cfg, "--lr", "0.001", "--max-steps", "12", "--dump-config"});
+  REQUIRE(train.exit_code == 0);
+  auto j = nlohmann::json::parse(train.out);
+  CHECK(j["training"]["lr"] == 0.001);
+  CHECK(j["training"]["max_steps"] == 12);
+  // An absent flag leaves the file's value.
+  CHECK(j["decoding"]["beam_size"] == 7);
+  auto bad = run("parla-translate", {"--beam-size", "0", "--dump-config"});
+  CHECK(bad.exit_code == 2);
+  CHECK_THAT(bad.err, Contains("--beam-size"));
+}
