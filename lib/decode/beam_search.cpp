@@ -46,7 +46,7 @@ std::vector<NBestList> beam_search(models::Seq2SeqModel& model, const torch::Ten
   for (int64_t i = 0; i < batch * K; ++i) rows[i].log_prob = i % K == 0 ? 0.f : ninf;
 
   auto state = model.start(src);
-  state->reorder(torch::arange(batch, torch::dtype(torch::kLong).device(device)).repeat_interleave(K));
+  state->reorder_beams(torch::arange(batch, torch::dtype(torch::kLong).device(device)).repeat_interleave(K), {}, K);
   auto prev = torch::full({batch * K}, models::kBosId, torch::dtype(torch::kLong).device(device));
   const int64_t candidates = std::min<int64_t>(2 * K, K * V);
 
@@ -70,7 +70,7 @@ std::vector<NBestList> beam_search(models::Seq2SeqModel& model, const torch::Ten
     const int64_t* ti = top_i.data_ptr<int64_t>();
 
     std::vector<Live> next_rows;
-    std::vector<int64_t> next_active, reorder, next_prev;
+    std::vector<int64_t> next_active, next_groups, reorder, next_prev;
     for (int64_t a = 0; a < A; ++a) {
       const int64_t sent = active[a];
       std::vector<std::pair<float, int64_t>> cand;
@@ -126,6 +126,7 @@ std::vector<NBestList> beam_search(models::Seq2SeqModel& model, const torch::Ten
         continue;
       }
       next_active.push_back(sent);
+      next_groups.push_back(a);
       for (int64_t k = 0; k < K; ++k) {
         if (k < static_cast<int64_t>(live.size())) {
           reorder.push_back(live_parent[k]);
@@ -141,7 +142,10 @@ std::vector<NBestList> beam_search(models::Seq2SeqModel& model, const torch::Ten
       }
     }
     if (next_active.empty()) break;
-    state->reorder(torch::tensor(reorder, torch::kLong).to(device));
+    // Sentences leave the batch only when one finishes; until then the per-sentence state stays where it is.
+    torch::Tensor groups;
+    if (static_cast<int64_t>(next_active.size()) != A) groups = torch::tensor(next_groups, torch::kLong).to(device);
+    state->reorder_beams(torch::tensor(reorder, torch::kLong).to(device), groups, K);
     prev = torch::tensor(next_prev, torch::kLong).to(device);
     rows = std::move(next_rows);
     active = std::move(next_active);

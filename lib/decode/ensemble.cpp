@@ -15,6 +15,9 @@ class EnsembleState : public models::DecoderState {
   void reorder(const torch::Tensor& indices) override {
     for (auto& s : states) s->reorder(indices);
   }
+  void reorder_beams(const torch::Tensor& rows, const torch::Tensor& sentences, int64_t beam) override {
+    for (auto& s : states) s->reorder_beams(rows, sentences, beam);
+  }
   int64_t steps() const override { return states.front()->steps(); }
 };
 

@@ -23,6 +23,16 @@ class DecoderState {
   virtual ~DecoderState() = default;
   // Keeps rows `indices` (int64 [N], may repeat rows and change the row count), in that order.
   virtual void reorder(const torch::Tensor& indices) = 0;
+  // Beam search's reorder: new rows come in groups of `beam` consecutive rows per sentence, `rows` as in
+  // reorder, and `sentences` int64 [N / beam] names the old group each new group comes from (undefined when the
+  // groups are the same sentences as before). A state that keeps per-sentence data (the encoder output) once
+  // per group selects it by sentence instead of copying it for every hypothesis at every step; the default
+  // reorders every row.
+  virtual void reorder_beams(const torch::Tensor& rows, const torch::Tensor& sentences, int64_t beam) {
+    (void)sentences;
+    (void)beam;
+    reorder(rows);
+  }
   // Number of decoding steps taken so far.
   virtual int64_t steps() const = 0;
 };

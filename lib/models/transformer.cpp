@@ -10,8 +10,24 @@
 namespace parla::models {
 
 void TransformerState::reorder(const torch::Tensor& indices) {
+  if (beam > 1) {  // back to one memory row per hypothesis row
+    auto per_row = torch::arange(memory_valid.size(0), indices.options()).repeat_interleave(beam);
+    memory_valid = memory_valid.index_select(0, per_row);
+    cache.select_memory(per_row);
+    beam = 1;
+  }
   memory_valid = memory_valid.index_select(0, indices);
-  cache.reorder(indices);
+  cache.select_self(indices);
+  cache.select_memory(indices);
+}
+
+void TransformerState::reorder_beams(const torch::Tensor& rows, const torch::Tensor& sentences, int64_t beam_size) {
+  cache.select_self(rows);
+  if (sentences.defined()) {
+    memory_valid = memory_valid.index_select(0, sentences);
+    cache.select_memory(sentences);
+  }
+  beam = beam_size;
 }
 
 TransformerModel::TransformerModel(const ModelConfig& cfg, int64_t src_vocab, int64_t tgt_vocab)

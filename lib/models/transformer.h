@@ -23,11 +23,13 @@ namespace parla::models {
 class TransformerState : public DecoderState {
  public:
   void reorder(const torch::Tensor& indices) override;
+  void reorder_beams(const torch::Tensor& rows, const torch::Tensor& sentences, int64_t beam) override;
   int64_t steps() const override { return steps_; }
 
-  torch::Tensor memory_valid;  // bool [N, S]
+  torch::Tensor memory_valid;  // bool [N / beam, S]
   TransformerDecoderCache cache;
   int64_t steps_ = 0;
+  int64_t beam = 1;  // consecutive hypothesis rows sharing one row of memory_valid and of the cross K/V
 };
 
 class TransformerModel : public Seq2SeqModel {

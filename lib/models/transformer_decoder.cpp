@@ -6,10 +6,13 @@
 
 namespace parla::models {
 
-void TransformerDecoderCache::reorder(const torch::Tensor& indices) {
-  for (auto& c : self) c.reorder(indices);
-  for (auto& k : cross_k) k = k.index_select(0, indices);
-  for (auto& v : cross_v) v = v.index_select(0, indices);
+void TransformerDecoderCache::select_self(const torch::Tensor& rows) {
+  for (auto& c : self) c.reorder(rows);
+}
+
+void TransformerDecoderCache::select_memory(const torch::Tensor& sentences) {
+  for (auto& k : cross_k) k = k.index_select(0, sentences);
+  for (auto& v : cross_v) v = v.index_select(0, sentences);
 }
 
 TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const ModelConfig& cfg)

@@ -19,8 +19,9 @@ namespace parla::models {
 // The decoder's incremental state, one entry per layer.
 struct TransformerDecoderCache {
   std::vector<nn::SelfAttentionCache> self;
-  std::vector<torch::Tensor> cross_k, cross_v;  // [N, H, S, Dh]
-  void reorder(const torch::Tensor& indices);
+  std::vector<torch::Tensor> cross_k, cross_v;  // [N / beam, H, S, Dh]: one row per sentence in beam search
+  void select_self(const torch::Tensor& rows);         // hypothesis rows of the self-attention caches
+  void select_memory(const torch::Tensor& sentences);  // rows of the cross-attention keys/values
 };
 
 class TransformerDecoderLayerImpl : public torch::nn::Module {

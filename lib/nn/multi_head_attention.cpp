@@ -136,10 +136,21 @@ std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::project_memory(c
 torch::Tensor MultiHeadAttentionImpl::cross_attend(const torch::Tensor& x, const torch::Tensor& k,
                                                    const torch::Tensor& v, const torch::Tensor& key_valid,
                                                    torch::Tensor* weights) {
-  auto q = split_heads(q_proj(x));
+  auto q = split_heads(q_proj(x));  // [B, H, T, Dh]
   torch::Tensor allowed;
   if (key_valid.defined()) allowed = key_valid.unsqueeze(1).unsqueeze(2);
-  return out_proj(merge_heads(softmax_attention(q, k, v, allowed, weights)));
+  const int64_t B = q.size(0), M = k.size(0), H = q.size(1), T = q.size(2);
+  if (M == B) return out_proj(merge_heads(softmax_attention(q, k, v, allowed, weights)));
+  TORCH_CHECK(M > 0 && B % M == 0, "cross_attend: ", B, " query rows for ", M, " memory rows");
+  const int64_t G = B / M;
+  // [M*G, H, T, Dh] -> [M, H, G*T, Dh]: a group's queries become extra query positions of its memory row.
+  auto grouped = q.view({M, G, H, T, head_dim_}).permute({0, 2, 1, 3, 4}).reshape({M, H, G * T, head_dim_});
+  auto out = softmax_attention(grouped, k, v, allowed, weights);
+  auto ungroup = [&](const torch::Tensor& t) {
+    return t.view({M, H, G, T, t.size(-1)}).permute({0, 2, 1, 3, 4}).reshape({B, H, T, t.size(-1)});
+  };
+  if (weights) *weights = ungroup(*weights);
+  return out_proj(merge_heads(ungroup(out)));
 }
 
 }  // namespace parla::nn

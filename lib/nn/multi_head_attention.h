@@ -52,7 +52,9 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   // Cross-attention keys and values of `memory` [B, S, D] -> {k, v} each [B, H, S, Dh]; computed once per
   // sentence and cached by the decoder.
   std::pair<torch::Tensor, torch::Tensor> project_memory(const torch::Tensor& memory);
-  // Full attention of queries x [B, T, D] over projected memory; key_valid [B, S] or undefined.
+  // Full attention of queries x [B, T, D] over projected memory; key_valid [B, S] or undefined. The memory may
+  // have fewer rows than x, M with B = M * G: then rows m*G .. m*G+G-1 of x (the beams of one sentence) all
+  // attend to memory row m, in one batched product and without copying the memory G times.
   torch::Tensor cross_attend(const torch::Tensor& x, const torch::Tensor& k, const torch::Tensor& v,
                              const torch::Tensor& key_valid, torch::Tensor* weights = nullptr);
 

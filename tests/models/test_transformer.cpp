@@ -75,6 +75,50 @@ TEST_CASE("transformer state reordering equals decoding the reordered batch") {
   CHECK(max_abs_diff(att_a, att_b) < 1e-6);
 }
 
+TEST_CASE("transformer beam reordering (memory kept once per sentence) equals decoding the reordered rows") {
+  torch::manual_seed(4);
+  for (std::string attention : {"full", "linear"}) {
+    auto cfg = tiny_transformer();
+    cfg.attention = attention;
+    auto model = build_seq2seq(cfg, 20, 20);
+    model->eval();
+    torch::NoGradGuard g;
+    auto src = sample_src();
+    // Reference: one memory row per hypothesis row, reordered with reorder().
+    // Grouped: beams of 3 per sentence from the start; sentence 0 then finishes and leaves the batch.
+    auto a = model->start(src), b = model->start(src);
+    auto expand = torch::tensor({0, 0, 0, 1, 1, 1}, torch::kLong);
+    a->reorder(expand);
+    b->reorder_beams(expand, {}, 3);
+    auto prev = torch::tensor({2, 2, 2, 2, 2, 2}, torch::kLong);
+    auto la = model->step(prev, *a), lb = model->step(prev, *b);
+    CHECK(max_abs_diff(la, lb) < 1e-6);
+    auto rows = torch::tensor({2, 0, 0, 5, 3, 4}, torch::kLong);  // parents within each sentence's beams
+    a->reorder(rows);
+    b->reorder_beams(rows, {}, 3);
+    auto next = torch::tensor({7, 8, 9, 10, 11, 12}, torch::kLong);
+    la = model->step(next, *a);
+    lb = model->step(next, *b);
+    CHECK(max_abs_diff(la, lb) < 1e-6);
+    auto survivors = torch::tensor({4, 4, 3}, torch::kLong);  // sentence 1 only
+    a->reorder(survivors);
+    b->reorder_beams(survivors, torch::tensor({1}, torch::kLong), 3);
+    next = torch::tensor({5, 6, 7}, torch::kLong);
+    torch::Tensor att_a, att_b;
+    la = model->step(next, *a, &att_a);
+    lb = model->step(next, *b, &att_b);
+    INFO(attention);
+    CHECK(max_abs_diff(la, lb) < 1e-6);
+    CHECK(max_abs_diff(att_a, att_b) < 1e-6);
+    // A plain reorder after grouped ones (as greedy search does) still sees the right memory rows.
+    a->reorder(torch::tensor({2}, torch::kLong));
+    b->reorder(torch::tensor({2}, torch::kLong));
+    la = model->step(torch::tensor({9}, torch::kLong), *a);
+    lb = model->step(torch::tensor({9}, torch::kLong), *b);
+    CHECK(max_abs_diff(la, lb) < 1e-6);
+  }
+}
+
 TEST_CASE("transformer step attention is a distribution over the real source tokens") {
   torch::manual_seed(3);
   auto model = build_seq2seq(tiny_transformer(), 20, 20);

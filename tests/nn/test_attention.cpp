@@ -201,6 +201,36 @@ TEST_CASE("multi-head cross-attention equals a naive per-head loop in double pre
   CHECK(max_abs_diff(out[0], ref) < 1e-10);
 }
 
+TEST_CASE("grouped cross-attention (the beams of a sentence share one memory row) equals the naive loop per row") {
+  torch::manual_seed(16);
+  MultiHeadAttentionOptions o;
+  o.d_model = 8;
+  o.heads = 2;
+  o.self_attention = false;
+  MultiHeadAttention mha(o);
+  mha->to(torch::kDouble);
+  // Two sentences (memory rows) with three query rows each; sentence 1 has a padded position.
+  auto x = torch::randn({6, 2, 8}, torch::kDouble), mem = torch::randn({2, 4, 8}, torch::kDouble);
+  auto valid = torch::tensor({1, 1, 1, 1, 1, 0, 1, 1}, torch::kBool).view({2, 4});
+  auto [k, v] = mha->project_memory(mem);
+  torch::Tensor weights;
+  auto out = mha->cross_attend(x, k, v, valid, &weights);
+  REQUIRE(out.sizes() == torch::IntArrayRef({6, 2, 8}));
+  REQUIRE(weights.sizes() == torch::IntArrayRef({6, 2, 2, 4}));
+  auto wkv = mha->kv_proj->weight, bkv = mha->kv_proj->bias;
+  for (int64_t row = 0; row < 6; ++row) {
+    const int64_t m = row / 3;
+    auto ref = naive_mha(x[row], mem[m], mha->q_proj->weight, mha->q_proj->bias, wkv.narrow(0, 0, 8),
+                         bkv.narrow(0, 0, 8), wkv.narrow(0, 8, 8), bkv.narrow(0, 8, 8), mha->out_proj->weight,
+                         mha->out_proj->bias, 2, [&](int64_t, int64_t j) { return valid[m][j].item<bool>(); });
+    INFO("row " << row);
+    CHECK(max_abs_diff(out[row], ref) < 1e-10);
+  }
+  // Padding gets exactly zero weight in every row of sentence 1.
+  CHECK(weights.narrow(0, 3, 3).select(3, 1).abs().max().item<double>() == 0.0);
+  CHECK(max_abs_diff(weights.sum(-1), torch::ones({6, 2, 2}, torch::kDouble)) < 1e-12);
+}
+
 TEST_CASE("causal self-attention output at step t does not change when later tokens change") {
   torch::manual_seed(7);
   for (auto kind : {AttentionKind::kFull, AttentionKind::kLocal, AttentionKind::kLinear}) {
