@@ -37,9 +37,11 @@ torch::Tensor BertModel::encode(const torch::Tensor& tokens, const torch::Tensor
   return encoder(x, tokens.ne(kPadId));
 }
 
-BertOutput BertModel::forward(const torch::Tensor& tokens, const torch::Tensor& segments) {
+BertOutput BertModel::forward(const torch::Tensor& tokens, const torch::Tensor& segments,
+                              const torch::Tensor& mlm_positions) {
   auto h = encode(tokens, segments);
-  auto t = mlm_norm(torch::gelu(mlm_dense(h)));
+  auto at = mlm_positions.defined() ? h.reshape({-1, h.size(-1)}).index_select(0, mlm_positions) : h;
+  auto t = mlm_norm(torch::gelu(mlm_dense(at)));
   BertOutput out;
   out.mlm_logits = torch::matmul(t, token_embed->weight.t()) + mlm_bias;
   out.nsp_logits = nsp(torch::tanh(pooler(h.select(1, 0))));

@@ -22,7 +22,7 @@
 namespace parla::models {
 
 struct BertOutput {
-  torch::Tensor mlm_logits;  // [B, T, V]
+  torch::Tensor mlm_logits;  // [B, T, V], or [P, V] for the P positions asked for
   torch::Tensor nsp_logits;  // [B, 2]
 };
 
@@ -30,7 +30,10 @@ class BertModel : public torch::nn::Module {
  public:
   BertModel(const ModelConfig& cfg, int64_t vocab);
   // tokens int64 [B, T] (kPadId padding); segments int64 [B, T] in [0, model.segments) or undefined (all 0).
-  BertOutput forward(const torch::Tensor& tokens, const torch::Tensor& segments = {});
+  // mlm_positions int64 [P]: flat indices (b * T + t) where the masked-LM head is wanted; undefined = all. The
+  // vocabulary projection dominates the cost and only ~15% of the positions are predicted in pretraining.
+  BertOutput forward(const torch::Tensor& tokens, const torch::Tensor& segments = {},
+                     const torch::Tensor& mlm_positions = {});
   // The encoder output [B, T, D].
   torch::Tensor encode(const torch::Tensor& tokens, const torch::Tensor& segments = {});
   int64_t vocab_size() const { return vocab_; }

@@ -137,13 +137,11 @@ std::vector<double> BertPretrainingTask::counts(const data::Batch& batch) const 
 }
 
 LossTerms BertPretrainingTask::loss(const data::Batch& batch) {
-  auto out = model_->forward(batch.src, batch.segments);
-  const int64_t vocab = out.mlm_logits.size(-1);
   auto labels = batch.mlm_labels.reshape({-1});
   auto chosen = labels.ne(models::kIgnoreIndex).nonzero().squeeze(1);
-  auto logits = out.mlm_logits.reshape({-1, vocab}).index_select(0, chosen);
+  auto out = model_->forward(batch.src, batch.segments, chosen);
   auto mlm = torch::nn::functional::cross_entropy(
-      logits, labels.index_select(0, chosen),
+      out.mlm_logits, labels.index_select(0, chosen),
       torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
   auto nsp = torch::nn::functional::cross_entropy(
       out.nsp_logits, batch.nsp_labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
@@ -165,7 +163,7 @@ ValidationResult BertPretrainingTask::validate(const torch::Device& device) {
   int64_t correct = 0, total = 0;
   for (const auto& b : batches) {
     auto d = b.to(device);
-    auto out = model_->forward(d.src, d.segments);
+    auto out = model_->forward(d.src, d.segments, torch::empty({0}, torch::kLong).to(device));  // no MLM head
     correct += out.nsp_logits.argmax(-1).eq(d.nsp_labels).sum().item<int64_t>();
     total += d.sentences;
   }

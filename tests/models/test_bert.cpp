@@ -42,6 +42,12 @@ TEST_CASE("BERT heads: masked-LM logits use the tied token embeddings, next-sent
   CHECK(max_abs_diff(out.mlm_logits, torch::matmul(t, bert->token_embed->weight.t()) + bert->mlm_bias) < 1e-5);
   auto pooled = torch::tanh(torch::matmul(h.select(1, 0), bert->pooler->weight.t()) + bert->pooler->bias);
   CHECK(max_abs_diff(out.nsp_logits, torch::matmul(pooled, bert->nsp->weight.t()) + bert->nsp->bias) < 1e-5);
+  // Asking for some positions gives exactly those rows of the full logits.
+  auto wanted = torch::tensor({1, 4, 9}, torch::kLong);
+  auto some = bert->forward(tokens, segments, wanted);
+  CHECK(some.mlm_logits.sizes() == torch::IntArrayRef({3, 30}));
+  CHECK(max_abs_diff(some.mlm_logits, out.mlm_logits.reshape({12, 30}).index_select(0, wanted)) < 1e-6);
+  CHECK(max_abs_diff(some.nsp_logits, out.nsp_logits) < 1e-6);
   // Segment ids outside model.segments are rejected.
   CHECK_THROWS_AS(bert->forward(tokens, segments + 2), parla::DataError);
 }
