@@ -17,11 +17,28 @@ AttentionKind parse_attention_kind(const std::string& name) {
 }
 
 void SelfAttentionCache::reorder(const torch::Tensor& indices) {
-  if (k.defined()) k = k.index_select(0, indices);
-  if (v.defined()) v = v.index_select(0, indices);
+  if (k.defined()) pending_rows = pending_rows.defined() ? pending_rows.index_select(0, indices) : indices;
   if (linear.s.defined()) linear.s = linear.s.index_select(0, indices);
   if (linear.z.defined()) linear.z = linear.z.index_select(0, indices);
 }
+
+namespace {
+
+// cache[rows] with x appended along the time axis, written once into a fresh tensor.
+torch::Tensor select_and_append(const torch::Tensor& cache, const torch::Tensor& rows, const torch::Tensor& x) {
+  if (!cache.defined()) return x;
+  const int64_t t = cache.size(2);
+  auto out = torch::empty({x.size(0), cache.size(1), t + 1, cache.size(3)}, cache.options());
+  auto past = out.narrow(2, 0, t);
+  if (rows.defined())
+    torch::index_select_out(past, cache, 0, rows);
+  else
+    past.copy_(cache);
+  out.narrow(2, t, 1).copy_(x);
+  return out;
+}
+
+}  // namespace
 
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& options) : options_(options) {
   const int64_t d = options.d_model;
@@ -104,12 +121,14 @@ torch::Tensor MultiHeadAttentionImpl::self_attend_step(const torch::Tensor& x, S
     out = linear_attention_step(q, k, v, cache.linear);
     if (weights) {
       // The recurrent state forgets the individual keys; keep them only when weights are wanted.
-      cache.k = cache.k.defined() ? torch::cat({cache.k, k}, 2) : k;
+      cache.k = select_and_append(cache.k, cache.pending_rows, k);
+      cache.pending_rows = torch::Tensor();
       *weights = linear_attention_weights(q, cache.k, {}, false);
     }
   } else {
-    cache.k = cache.k.defined() ? torch::cat({cache.k, k}, 2) : k;
-    cache.v = cache.v.defined() ? torch::cat({cache.v, v}, 2) : v;
+    cache.k = select_and_append(cache.k, cache.pending_rows, k);
+    cache.v = select_and_append(cache.v, cache.pending_rows, v);
+    cache.pending_rows = torch::Tensor();
     torch::Tensor keys = cache.k, values = cache.v;
     if (options_.kind == AttentionKind::kLocal) {
       // Positions older than the window can never be attended again: keep only the last window+1.

@@ -30,8 +30,13 @@ struct MultiHeadAttentionOptions {
 
 // Incremental state of one decoder self-attention layer: the key/value cache [N, H, T, Dh] (full, local),
 // or the running sums of linear attention. Rows are hypotheses.
+//
+// Reordering is lazy for k/v: beam search reorders after every step, and the next step appends a position,
+// which needs a new [N, H, T+1, Dh] tensor anyway; the pending row selection is applied while filling it, so
+// the cache is copied once per step instead of twice (select, then concatenate).
 struct SelfAttentionCache {
   torch::Tensor k, v;
+  torch::Tensor pending_rows;  // int64 [N']: rows of k/v the next step reads (undefined = all, in order)
   LinearAttentionState linear;
   int64_t length = 0;  // positions seen so far
   void reorder(const torch::Tensor& indices);
