@@ -1,6 +1,8 @@
 #include "text/sentencepiece_training.h"
 
+#include <algorithm>
 #include <regex>
+#include <string_view>
 #include <unordered_map>
 
 #include <spdlog/spdlog.h>
@@ -19,20 +21,48 @@ std::string format_double(double v) {
   return buf;
 }
 
+// "word<TAB>count" lines of the whitespace-separated words of `sentences`, sorted by word so that the order (and
+// with it SentencePiece's multi-threaded sums) does not depend on hashing.
+std::vector<std::string> word_count_lines(const std::vector<std::string>& sentences) {
+  std::unordered_map<std::string_view, int64_t> counts;
+  for (const auto& s : sentences) {
+    size_t i = 0;
+    while (i < s.size()) {
+      const size_t start = s.find_first_not_of(" \t\n\r\f\v", i);
+      if (start == std::string::npos) break;
+      size_t end = s.find_first_of(" \t\n\r\f\v", start);
+      if (end == std::string::npos) end = s.size();
+      ++counts[std::string_view(s).substr(start, end - start)];
+      i = end;
+    }
+  }
+  std::vector<std::pair<std::string_view, int64_t>> sorted(counts.begin(), counts.end());
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<std::string> lines;
+  lines.reserve(sorted.size());
+  for (const auto& [word, n] : sorted) lines.push_back(std::string(word) + "\t" + std::to_string(n));
+  return lines;
+}
+
 }  // namespace
 
 SentencePieceTrainingResult train_sentencepiece(const std::vector<std::string>& sentences, const VocabConfig& config,
-                                                int threads, uint64_t seed) {
+                                                int threads, uint64_t seed, bool bpe_from_word_counts) {
   if (sentences.empty()) throw DataError("no training sentences left for SentencePiece after cleaning");
   std::string symbols;
   for (const auto& s : config.user_defined_symbols) symbols += (symbols.empty() ? "" : ",") + s;
   int vocab_size = config.vocab_size;
   const auto& lib = detail::sentencepiece_library();
-  std::vector<const char*> ptrs(sentences.size());
-  std::vector<size_t> lens(sentences.size());
-  for (size_t i = 0; i < sentences.size(); ++i) {
-    ptrs[i] = sentences[i].data();
-    lens[i] = sentences[i].size();
+  std::vector<std::string> word_lines;
+  const bool word_counts = bpe_from_word_counts && config.model_type == "bpe";
+  if (word_counts) word_lines = word_count_lines(sentences);
+  const auto& input = word_counts ? word_lines : sentences;
+  if (input.empty()) throw DataError("no training sentences left for SentencePiece after cleaning");
+  std::vector<const char*> ptrs(input.size());
+  std::vector<size_t> lens(input.size());
+  for (size_t i = 0; i < input.size(); ++i) {
+    ptrs[i] = input[i].data();
+    lens[i] = input[i].size();
   }
   for (int attempt = 0; attempt < 3; ++attempt) {
     std::unordered_map<std::string, std::string> kw = {
@@ -43,6 +73,7 @@ SentencePieceTrainingResult train_sentencepiece(const std::vector<std::string>& 
         {"normalization_rule_name", config.normalization_rule},
         // The caller samples (seeded); SentencePiece takes every sentence it is given.
         {"input_sentence_size", "0"},
+        {"input_format", word_counts ? "tsv" : "text"},
         {"shuffle_input_sentence", "false"},
         {"num_threads", std::to_string(std::max(1, threads))},
         {"pad_id", std::to_string(kPadId)},
