@@ -1,7 +1,8 @@
 // The whole parla-preprocess pipeline on a Europarl-sized corpus: wall time, pairs/s and peak RSS.
-// Usage: bench_preprocess PREFIX SRC TGT OUTDIR [THREADS] [REPEAT]
-//   e.g. bench_preprocess ../shared/data/europarl-it-en/europarl.it-en it en /tmp/bench-ds
-// REPEAT > 1 first writes PREFIX repeated REPEAT times (gzip) to OUTDIR.input.* to reach ~2M pairs.
+// Usage: bench_preprocess PREFIX SRC TGT OUTDIR [THREADS] [REPEAT] [CONFIG]
+//   e.g. bench_preprocess ../shared/data/europarl-it-en/europarl.it-en it en /tmp/bench-ds 0 3
+// REPEAT > 1 first writes PREFIX repeated REPEAT times (gzip) to OUTDIR.input.* to reach ~2M pairs; CONFIG is
+// a parla JSON config (e.g. configs/europarl-de-en-base.json) read before the paths above are set.
 #include <sys/resource.h>
 #include <zlib.h>
 
@@ -17,7 +18,7 @@
 
 int main(int argc, char** argv) {
   if (argc < 5) {
-    std::fprintf(stderr, "usage: %s PREFIX SRC TGT OUTDIR [THREADS] [REPEAT]\n", argv[0]);
+    std::fprintf(stderr, "usage: %s PREFIX SRC TGT OUTDIR [THREADS] [REPEAT] [CONFIG]\n", argv[0]);
     return 2;
   }
   std::string prefix = argv[1], src = argv[2], tgt = argv[3], out = argv[4];
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
     prefix = rep;
   }
   parla::config::ConfigBuilder b;
+  if (argc > 7) b.load_file(argv[7]);
   b.set("data.train_prefix", prefix, "bench");
   b.set("data.src_lang", src, "bench");
   b.set("data.tgt_lang", tgt, "bench");
