@@ -2,6 +2,8 @@
 // message, exit code 2, before any work starts. Checked through the executables, as a user meets them.
 #include <catch2/catch.hpp>
 
+#include <filesystem>
+
 #include <nlohmann/json.hpp>
 
 #include "support/run.h"
@@ -98,4 +100,19 @@ TEST_CASE("named flags map onto their config keys and override the file") {
   auto bad = run("parla-translate", {"--beam-size", "0", "--dump-config"});
   CHECK(bad.exit_code == 2);
   CHECK_THAT(bad.err, Contains("--beam-size"));
+}
+
+TEST_CASE("every shipped recipe in configs/ is a valid config for every executable") {
+  int checked = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(std::string(PARLA_SOURCE_DIR) + "/configs")) {
+    if (entry.path().extension() != ".json") continue;
+    ++checked;
+    for (const char* app : kConfigApps) {
+      INFO(entry.path().filename().string() << " in " << app);
+      auto r = run(app, {"--config", entry.path().string(), "--dump-config"});
+      CHECK(r.exit_code == 0);
+      CHECK(r.err == "");
+    }
+  }
+  CHECK(checked >= 8);  // quickstart, europarl, rnn, bert, and the Multi30k transformer, rnn, bert, bert-init
 }
