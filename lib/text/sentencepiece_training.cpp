@@ -22,7 +22,8 @@ std::string format_double(double v) {
 }
 
 // "word<TAB>count" lines of the whitespace-separated words of `sentences`, sorted by word so that the order (and
-// with it SentencePiece's multi-threaded sums) does not depend on hashing.
+// with it SentencePiece's multi-threaded sums) does not depend on hashing. ASCII whitespace only, not
+// text::split_whitespace: SentencePiece keeps other Unicode spaces (U+00A0...) inside words, and so must the counts.
 std::vector<std::string> word_count_lines(const std::vector<std::string>& sentences) {
   std::unordered_map<std::string_view, int64_t> counts;
   for (const auto& s : sentences) {
@@ -48,7 +49,6 @@ std::vector<std::string> word_count_lines(const std::vector<std::string>& senten
 
 SentencePieceTrainingResult train_sentencepiece(const std::vector<std::string>& sentences, const VocabConfig& config,
                                                 int threads, uint64_t seed, bool bpe_from_word_counts) {
-  if (sentences.empty()) throw DataError("no training sentences left for SentencePiece after cleaning");
   std::string symbols;
   for (const auto& s : config.user_defined_symbols) symbols += (symbols.empty() ? "" : ",") + s;
   int vocab_size = config.vocab_size;
