@@ -10,15 +10,12 @@
 namespace parla::models {
 
 void TransformerState::reorder(const torch::Tensor& indices) {
-  if (beam > 1) {  // back to one memory row per hypothesis row
-    auto per_row = torch::arange(memory_valid.size(0), indices.options()).repeat_interleave(beam);
-    memory_valid = memory_valid.index_select(0, per_row);
-    cache.select_memory(per_row);
-    beam = 1;
-  }
-  memory_valid = memory_valid.index_select(0, indices);
+  // Hypothesis row r reads memory row r / beam; afterwards every row has its own memory row again.
+  auto memory_rows = beam > 1 ? indices.div(beam, "floor") : indices;
+  memory_valid = memory_valid.index_select(0, memory_rows);
+  cache.select_memory(memory_rows);
   cache.select_self(indices);
-  cache.select_memory(indices);
+  beam = 1;
 }
 
 void TransformerState::reorder_beams(const torch::Tensor& rows, const torch::Tensor& sentences, int64_t beam_size) {
