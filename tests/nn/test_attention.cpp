@@ -182,33 +182,43 @@ TEST_CASE("multi-head self-attention with a padding mask equals a naive per-head
   CHECK(weights[1].narrow(-1, 2, 2).eq(0).all().item<bool>());
 }
 
-TEST_CASE("multi-head cross-attention equals a naive per-head loop in double precision") {
-  torch::manual_seed(6);
+namespace {
+
+// A double-precision cross-attention module with d_model 8, and the naive loop's output for one query row
+// `x` [T, 8] over one memory row `mem` [S, 8] with key mask `valid` [S].
+MultiHeadAttention cross_attention_8d(int64_t heads) {
   MultiHeadAttentionOptions o;
   o.d_model = 8;
-  o.heads = 4;
+  o.heads = heads;
   o.self_attention = false;
   MultiHeadAttention mha(o);
   mha->to(torch::kDouble);
+  return mha;
+}
+
+torch::Tensor naive_cross(MultiHeadAttention& mha, const torch::Tensor& x, const torch::Tensor& mem,
+                          const torch::Tensor& valid) {
+  auto wkv = mha->kv_proj->weight, bkv = mha->kv_proj->bias;
+  return naive_mha(x, mem, mha->q_proj->weight, mha->q_proj->bias, wkv.narrow(0, 0, 8), bkv.narrow(0, 0, 8),
+                   wkv.narrow(0, 8, 8), bkv.narrow(0, 8, 8), mha->out_proj->weight, mha->out_proj->bias,
+                   mha->options().heads, [&](int64_t, int64_t j) { return valid[j].item<bool>(); });
+}
+
+}  // namespace
+
+TEST_CASE("multi-head cross-attention equals a naive per-head loop in double precision") {
+  torch::manual_seed(6);
+  auto mha = cross_attention_8d(4);
   auto x = torch::randn({1, 3, 8}, torch::kDouble), mem = torch::randn({1, 5, 8}, torch::kDouble);
   auto valid = torch::tensor({1, 1, 1, 0, 1}, torch::kBool).view({1, 5});
   auto [k, v] = mha->project_memory(mem);
   auto out = mha->cross_attend(x, k, v, valid);
-  auto wkv = mha->kv_proj->weight, bkv = mha->kv_proj->bias;
-  auto ref = naive_mha(x[0], mem[0], mha->q_proj->weight, mha->q_proj->bias, wkv.narrow(0, 0, 8), bkv.narrow(0, 0, 8),
-                       wkv.narrow(0, 8, 8), bkv.narrow(0, 8, 8), mha->out_proj->weight, mha->out_proj->bias, 4,
-                       [&](int64_t, int64_t j) { return valid[0][j].item<bool>(); });
-  CHECK(max_abs_diff(out[0], ref) < 1e-10);
+  CHECK(max_abs_diff(out[0], naive_cross(mha, x[0], mem[0], valid[0])) < 1e-10);
 }
 
 TEST_CASE("grouped cross-attention (the beams of a sentence share one memory row) equals the naive loop per row") {
   torch::manual_seed(16);
-  MultiHeadAttentionOptions o;
-  o.d_model = 8;
-  o.heads = 2;
-  o.self_attention = false;
-  MultiHeadAttention mha(o);
-  mha->to(torch::kDouble);
+  auto mha = cross_attention_8d(2);
   // Two sentences (memory rows) with three query rows each; sentence 1 has a padded position.
   auto x = torch::randn({6, 2, 8}, torch::kDouble), mem = torch::randn({2, 4, 8}, torch::kDouble);
   auto valid = torch::tensor({1, 1, 1, 1, 1, 0, 1, 1}, torch::kBool).view({2, 4});
@@ -217,14 +227,10 @@ TEST_CASE("grouped cross-attention (the beams of a sentence share one memory row
   auto out = mha->cross_attend(x, k, v, valid, &weights);
   REQUIRE(out.sizes() == torch::IntArrayRef({6, 2, 8}));
   REQUIRE(weights.sizes() == torch::IntArrayRef({6, 2, 2, 4}));
-  auto wkv = mha->kv_proj->weight, bkv = mha->kv_proj->bias;
   for (int64_t row = 0; row < 6; ++row) {
     const int64_t m = row / 3;
-    auto ref = naive_mha(x[row], mem[m], mha->q_proj->weight, mha->q_proj->bias, wkv.narrow(0, 0, 8),
-                         bkv.narrow(0, 0, 8), wkv.narrow(0, 8, 8), bkv.narrow(0, 8, 8), mha->out_proj->weight,
-                         mha->out_proj->bias, 2, [&](int64_t, int64_t j) { return valid[m][j].item<bool>(); });
     INFO("row " << row);
-    CHECK(max_abs_diff(out[row], ref) < 1e-10);
+    CHECK(max_abs_diff(out[row], naive_cross(mha, x[row], mem[m], valid[m])) < 1e-10);
   }
   // Padding gets exactly zero weight in every row of sentence 1.
   CHECK(weights.narrow(0, 3, 3).select(3, 1).abs().max().item<double>() == 0.0);
