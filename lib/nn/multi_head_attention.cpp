@@ -17,28 +17,10 @@ AttentionKind parse_attention_kind(const std::string& name) {
 }
 
 void SelfAttentionCache::reorder(const torch::Tensor& indices) {
-  if (k.defined()) pending_rows = pending_rows.defined() ? pending_rows.index_select(0, indices) : indices;
+  kv.reorder(indices);
   if (linear.s.defined()) linear.s = linear.s.index_select(0, indices);
   if (linear.z.defined()) linear.z = linear.z.index_select(0, indices);
 }
-
-namespace {
-
-// cache[rows] with x appended along the time axis, written once into a fresh tensor.
-torch::Tensor select_and_append(const torch::Tensor& cache, const torch::Tensor& rows, const torch::Tensor& x) {
-  if (!cache.defined()) return x;
-  const int64_t t = cache.size(2);
-  auto out = torch::empty({x.size(0), cache.size(1), t + 1, cache.size(3)}, cache.options());
-  auto past = out.narrow(2, 0, t);
-  if (rows.defined())
-    torch::index_select_out(past, cache, 0, rows);
-  else
-    past.copy_(cache);
-  out.narrow(2, t, 1).copy_(x);
-  return out;
-}
-
-}  // namespace
 
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& options) : options_(options) {
   const int64_t d = options.d_model;
@@ -111,39 +93,39 @@ torch::Tensor MultiHeadAttentionImpl::self_attend(const torch::Tensor& x, const 
   return out_proj(merge_heads(out));
 }
 
+bool MultiHeadAttentionImpl::inference(const torch::Tensor& t) const {
+  return !(torch::GradMode::is_enabled() && t.requires_grad()) && !(options_.dropout > 0 && is_training());
+}
+
 torch::Tensor MultiHeadAttentionImpl::self_attend_step(const torch::Tensor& x, SelfAttentionCache& cache,
                                                        torch::Tensor* weights) {
   TORCH_CHECK(options_.self_attention, "self_attend_step on a cross-attention module");
+  const int64_t N = x.size(0);
   auto qkv = qkv_proj(x).chunk(3, -1);
-  auto q = split_heads(qkv[0]), k = split_heads(qkv[1]), v = split_heads(qkv[2]);
-  torch::Tensor out;
+  auto heads = [&](const torch::Tensor& t) { return t.reshape({N, options_.heads, head_dim_}); };
+  cache.length += 1;
   if (options_.kind == AttentionKind::kLinear) {
-    out = linear_attention_step(q, k, v, cache.linear);
+    auto q = split_heads(qkv[0]), k = split_heads(qkv[1]), v = split_heads(qkv[2]);
+    auto out = linear_attention_step(q, k, v, cache.linear);
     if (weights) {
       // The recurrent state forgets the individual keys; keep them only when weights are wanted.
-      cache.k = select_and_append(cache.k, cache.pending_rows, k);
-      cache.pending_rows = torch::Tensor();
-      *weights = linear_attention_weights(q, cache.k, {}, false);
+      cache.kv.append(heads(qkv[1]), heads(qkv[2]));
+      *weights = linear_attention_weights(q, cache.kv.gather().first, {}, false);
     }
-  } else {
-    cache.k = select_and_append(cache.k, cache.pending_rows, k);
-    cache.v = select_and_append(cache.v, cache.pending_rows, v);
-    cache.pending_rows = torch::Tensor();
-    torch::Tensor keys = cache.k, values = cache.v;
-    if (options_.kind == AttentionKind::kLocal) {
-      // Positions older than the window can never be attended again: keep only the last window+1.
-      const int64_t keep = options_.window + 1;
-      if (cache.k.size(2) > keep) {
-        cache.k = cache.k.narrow(2, cache.k.size(2) - keep, keep);
-        cache.v = cache.v.narrow(2, cache.v.size(2) - keep, keep);
-      }
-      keys = cache.k;
-      values = cache.v;
-    }
-    out = softmax_attention(q, keys, values, {}, weights);
+    return out_proj(merge_heads(out));
   }
-  cache.length += 1;
-  return out_proj(merge_heads(out));
+  cache.kv.append(heads(qkv[1]), heads(qkv[2]));
+  // Positions older than the window can never be attended again: keep only the last window+1.
+  if (options_.kind == AttentionKind::kLocal) cache.kv.drop_before(cache.kv.length() - (options_.window + 1));
+  auto q = heads(qkv[0]);
+  if (!inference(q)) {
+    auto [k, v] = cache.kv.gather();
+    return out_proj(merge_heads(softmax_attention(q.unsqueeze(2), k, v, {}, weights)));
+  }
+  torch::Tensor w;
+  auto out = attend_cache(q, cache.kv, weights ? &w : nullptr);  // [N, H, Dh] = [N, D]
+  if (weights) *weights = w.unsqueeze(2);
+  return out_proj(out.view({N, 1, options_.d_model}));
 }
 
 std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::project_memory(const torch::Tensor& memory) {
@@ -155,7 +137,15 @@ std::pair<torch::Tensor, torch::Tensor> MultiHeadAttentionImpl::project_memory(c
 torch::Tensor MultiHeadAttentionImpl::cross_attend(const torch::Tensor& x, const torch::Tensor& k,
                                                    const torch::Tensor& v, const torch::Tensor& key_valid,
                                                    torch::Tensor* weights) {
-  auto q = split_heads(q_proj(x));  // [B, H, T, Dh]
+  auto projected = q_proj(x);
+  if (x.size(1) == 1 && inference(projected)) {
+    const int64_t B = x.size(0);
+    torch::Tensor w;
+    auto out = attend_memory(projected.view({B, options_.heads, head_dim_}), k, v, key_valid, weights ? &w : nullptr);
+    if (weights) *weights = w.unsqueeze(2);
+    return out_proj(out.view({B, 1, options_.d_model}));
+  }
+  auto q = split_heads(projected);  // [B, H, T, Dh]
   torch::Tensor allowed;
   if (key_valid.defined()) allowed = key_valid.unsqueeze(1).unsqueeze(2);
   const int64_t B = q.size(0), M = k.size(0), H = q.size(1), T = q.size(2);

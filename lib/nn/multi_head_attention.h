@@ -12,6 +12,7 @@
 #include <torch/types.h>
 
 #include "nn/linear_attention.h"
+#include "nn/single_query_attention.h"
 
 namespace parla::nn {
 
@@ -28,15 +29,10 @@ struct MultiHeadAttentionOptions {
   bool self_attention = true;               // fused QKV projection; else separate Q and fused KV projections
 };
 
-// Incremental state of one decoder self-attention layer: the key/value cache [N, H, T, Dh] (full, local),
-// or the running sums of linear attention. Rows are hypotheses.
-//
-// Reordering is lazy for k/v: beam search reorders after every step, and the next step appends a position,
-// which needs a new [N, H, T+1, Dh] tensor anyway; the pending row selection is applied while filling it, so
-// the cache is copied once per step instead of twice (select, then concatenate).
+// Incremental state of one decoder self-attention layer: the key/value cache (full, local; beam reorders
+// touch only its ancestor table) or the running sums of linear attention. Rows are hypotheses.
 struct SelfAttentionCache {
-  torch::Tensor k, v;
-  torch::Tensor pending_rows;  // int64 [N']: rows of k/v the next step reads (undefined = all, in order)
+  KeyValueCache kv;
   LinearAttentionState linear;
   int64_t length = 0;  // positions seen so far
   void reorder(const torch::Tensor& indices);
@@ -51,7 +47,8 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   torch::Tensor self_attend(const torch::Tensor& x, const torch::Tensor& key_valid, bool causal,
                             torch::Tensor* weights = nullptr);
   // One causal step of self-attention: x [N, 1, D] is the newest position; the cache grows by one. Equal to
-  // the last row of self_attend(all positions, causal=true).
+  // the last row of self_attend(all positions, causal=true). Without autograd or attention dropout it runs
+  // the single-query kernel (single_query_attention.h); otherwise LibTorch ops on the gathered cache.
   torch::Tensor self_attend_step(const torch::Tensor& x, SelfAttentionCache& cache, torch::Tensor* weights = nullptr);
 
   // Cross-attention keys and values of `memory` [B, S, D] -> {k, v} each [B, H, S, Dh]; computed once per
@@ -59,7 +56,8 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   std::pair<torch::Tensor, torch::Tensor> project_memory(const torch::Tensor& memory);
   // Full attention of queries x [B, T, D] over projected memory; key_valid [B, S] or undefined. The memory may
   // have fewer rows than x, M with B = M * G: then rows m*G .. m*G+G-1 of x (the beams of one sentence) all
-  // attend to memory row m, in one batched product and without copying the memory G times.
+  // attend to memory row m, without copying the memory G times. One query position per row (decoding) without
+  // autograd or attention dropout runs the single-query kernel.
   torch::Tensor cross_attend(const torch::Tensor& x, const torch::Tensor& k, const torch::Tensor& v,
                              const torch::Tensor& key_valid, torch::Tensor* weights = nullptr);
 
@@ -76,6 +74,9 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   // Softmax attention; `allowed` bool broadcastable to [B, H, Tq, Tk] or undefined.
   torch::Tensor softmax_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                   const torch::Tensor& allowed, torch::Tensor* weights);
+
+  // The single-query kernel applies: no gradient through `t` is wanted and no attention dropout is due.
+  bool inference(const torch::Tensor& t) const;
 
   MultiHeadAttentionOptions options_;
   int64_t head_dim_;

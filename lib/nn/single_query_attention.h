@@ -1,0 +1,53 @@
+#pragma once
+// Attention of one query position per row, the shape of every incremental decoding step: softmax(q k^T /
+// sqrt(Dh)) v for q [N, H, Dh] over L cached keys/values. As batched matmuls this is N*H matrix-vector
+// products, which LibTorch 1.13 runs as one BLAS call each (plus a select per call): at 320 beam rows it
+// cost more than the model's real GEMMs. Here one pass per (row, head) reads each key and value once.
+//
+// The decoder self-attention cache uses beam indirection (as in FasterTransformer's decoder): a step's keys
+// and values are stored once, as computed, and every row keeps the row index of its ancestor at each past
+// step. A beam reorder then gathers that small index table instead of copying [N, H, T, Dh] every step, and
+// beams sharing a prefix read the same cached memory.
+#include <utility>
+#include <vector>
+
+#include <torch/types.h>
+
+namespace parla::nn {
+
+class KeyValueCache {
+ public:
+  // Appends the newest position: k, v [N, H, Dh] for the current N rows.
+  void append(const torch::Tensor& k, const torch::Tensor& v);
+  // Row n becomes old row rows[n] (int64 [N']); nothing is copied but the ancestor table.
+  void reorder(const torch::Tensor& rows);
+  // Frees positions before `position` (local attention needs only the last window): attention starts there.
+  void drop_before(int64_t position);
+
+  int64_t length() const { return static_cast<int64_t>(keys_.size()); }  // positions appended so far
+  int64_t first() const { return first_; }                               // first position still kept
+  bool empty() const { return keys_.empty(); }
+  // Keys and values [N, H, length - first, Dh] gathered per row: the plain layout, for the slow paths.
+  std::pair<torch::Tensor, torch::Tensor> gather() const;
+
+  const std::vector<torch::Tensor>& keys() const { return keys_; }
+  const std::vector<torch::Tensor>& values() const { return values_; }
+  const torch::Tensor& ancestors() const { return ancestors_; }  // int64 [N, length]
+
+ private:
+  std::vector<torch::Tensor> keys_, values_;  // per position t: [N_t, H, Dh]
+  torch::Tensor ancestors_;
+  int64_t first_ = 0;
+};
+
+// q [N, H, Dh] over the cached positions first..length-1 -> [N, H, Dh]; `weights` receives [N, H, length -
+// first] when non-null. Any device and floating type (CPU float/double take the direct kernel).
+torch::Tensor attend_cache(const torch::Tensor& q, const KeyValueCache& cache, torch::Tensor* weights = nullptr);
+
+// q [B, H, Dh] over memory keys/values [M, H, S, Dh] where B = M * G and rows m*G .. m*G+G-1 attend to memory
+// row m (the beams of one sentence); key_valid bool [M, S] or undefined. -> [B, H, Dh]; weights [B, H, S].
+// A row with no valid key gets zero output and zero weights.
+torch::Tensor attend_memory(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            const torch::Tensor& key_valid, torch::Tensor* weights = nullptr);
+
+}  // namespace parla::nn

@@ -1,0 +1,194 @@
+// The single-query attention kernel and the beam-indirected key/value cache against a plain reference: the
+// cache kept as dense [N, H, T, Dh] tensors reordered row by row, and attention written as a double-precision
+// loop over the formula softmax(q.k / sqrt(Dh)) v.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "nn/multi_head_attention.h"
+#include "nn/single_query_attention.h"
+
+using namespace parla::nn;
+
+namespace {
+
+double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
+  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
+}
+
+// out [N, H, Dh] and weights [N, H, L] of q [N, H, Dh] over k, v [N, H, L, Dh]; valid [N, L] or undefined.
+std::pair<torch::Tensor, torch::Tensor> naive(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                              const torch::Tensor& valid) {
+  auto qd = q.to(torch::kDouble), kd = k.to(torch::kDouble), vd = v.to(torch::kDouble);
+  const int64_t N = q.size(0), H = q.size(1), Dh = q.size(2), L = k.size(2);
+  auto out = torch::zeros({N, H, Dh}, torch::kDouble), weights = torch::zeros({N, H, L}, torch::kDouble);
+  for (int64_t n = 0; n < N; ++n)
+    for (int64_t h = 0; h < H; ++h) {
+      std::vector<double> s(L, -INFINITY);
+      double best = -INFINITY;
+      for (int64_t j = 0; j < L; ++j) {
+        if (valid.defined() && !valid[n][j].item<bool>()) continue;
+        double dot = 0;
+        for (int64_t d = 0; d < Dh; ++d) dot += qd[n][h][d].item<double>() * kd[n][h][j][d].item<double>();
+        s[j] = dot / std::sqrt(static_cast<double>(Dh));
+        best = std::max(best, s[j]);
+      }
+      if (best == -INFINITY) continue;
+      double z = 0;
+      for (int64_t j = 0; j < L; ++j) z += s[j] == -INFINITY ? 0.0 : std::exp(s[j] - best);
+      for (int64_t j = 0; j < L; ++j) {
+        double w = s[j] == -INFINITY ? 0.0 : std::exp(s[j] - best) / z;
+        weights[n][h][j] = w;
+        for (int64_t d = 0; d < Dh; ++d) out[n][h][d] += w * vd[n][h][j][d].item<double>();
+      }
+    }
+  return {out, weights};
+}
+
+}  // namespace
+
+TEST_CASE("beam-indirected cache: attention after reorders and dropped rows equals attention over dense reordered keys") {
+  torch::manual_seed(3);
+  const int64_t H = 2, Dh = 11;  // Dh not a multiple of the kernel's 8 lanes: the tail loop runs too
+  for (auto dtype : {torch::kFloat, torch::kDouble}) {
+    KeyValueCache cache;
+    torch::Tensor dense_k, dense_v;
+    int64_t N = 6;
+    for (int step = 0; step < 7; ++step) {
+      auto k = torch::randn({N, H, Dh}, dtype), v = torch::randn({N, H, Dh}, dtype), q = torch::randn({N, H, Dh}, dtype);
+      cache.append(k, v);
+      dense_k = dense_k.defined() ? torch::cat({dense_k, k.unsqueeze(2)}, 2) : k.unsqueeze(2);
+      dense_v = dense_v.defined() ? torch::cat({dense_v, v.unsqueeze(2)}, 2) : v.unsqueeze(2);
+      torch::Tensor w;
+      auto out = attend_cache(q, cache, &w);
+      auto [ref_out, ref_w] = naive(q, dense_k, dense_v, {});
+      const double tol = dtype == torch::kFloat ? 1e-5 : 1e-12;
+      CHECK(max_abs_diff(out, ref_out) < tol);
+      CHECK(max_abs_diff(w, ref_w) < tol);
+      auto [gk, gv] = cache.gather();
+      CHECK(torch::equal(gk, dense_k));
+      CHECK(torch::equal(gv, dense_v));
+      // A beam reorder with repeated parents, and from step 3 on one row fewer (a finished sentence).
+      const int64_t next = step >= 3 && N > 3 ? N - 1 : N;
+      auto rows = torch::randint(0, N, {next}, torch::kLong);
+      cache.reorder(rows);
+      dense_k = dense_k.index_select(0, rows);
+      dense_v = dense_v.index_select(0, rows);
+      N = next;
+    }
+  }
+}
+
+TEST_CASE("beam-indirected cache: dropped positions are no longer attended") {
+  torch::manual_seed(4);
+  KeyValueCache cache;
+  std::vector<torch::Tensor> ks, vs;
+  for (int t = 0; t < 6; ++t) {
+    ks.push_back(torch::randn({3, 2, 8}));
+    vs.push_back(torch::randn({3, 2, 8}));
+    cache.append(ks.back(), vs.back());
+  }
+  cache.drop_before(4);
+  CHECK(cache.first() == 4);
+  CHECK(cache.length() == 6);
+  auto q = torch::randn({3, 2, 8});
+  torch::Tensor w;
+  auto out = attend_cache(q, cache, &w);
+  auto [ref_out, ref_w] = naive(q, torch::stack({ks[4], ks[5]}, 2), torch::stack({vs[4], vs[5]}, 2), {});
+  CHECK(w.size(2) == 2);
+  CHECK(max_abs_diff(out, ref_out) < 1e-5);
+  CHECK(max_abs_diff(w, ref_w) < 1e-5);
+  cache.drop_before(2);  // never moves back
+  CHECK(cache.first() == 4);
+}
+
+TEST_CASE("memory attention: the beams of a sentence share its memory row and its padding mask") {
+  torch::manual_seed(5);
+  const int64_t M = 3, G = 4, H = 2, S = 5, Dh = 16;
+  auto kv = torch::randn({M, S, 2 * H * Dh});
+  // Keys and values as the decoder makes them: strided views of one projection, not contiguous.
+  auto k = kv.narrow(2, 0, H * Dh).view({M, S, H, Dh}).transpose(1, 2);
+  auto v = kv.narrow(2, H * Dh, H * Dh).view({M, S, H, Dh}).transpose(1, 2);
+  auto valid = torch::ones({M, S}, torch::kBool);
+  valid[1][3] = false;
+  valid[1][4] = false;
+  valid[2] = false;  // no valid key at all: zero output, zero weights
+  auto q = torch::randn({M * G, H, Dh});
+  torch::Tensor w;
+  auto out = attend_memory(q, k, v, valid, &w);
+  auto expand = [&](const torch::Tensor& t) { return t.repeat_interleave(G, 0); };
+  auto [ref_out, ref_w] = naive(q, expand(k), expand(v), expand(valid));
+  CHECK(max_abs_diff(out, ref_out) < 1e-5);
+  CHECK(max_abs_diff(w, ref_w) < 1e-5);
+  CHECK(out.narrow(0, 2 * G, G).abs().max().item<float>() == 0.f);
+  // Without a mask, one memory row per query row (G = 1).
+  auto q1 = torch::randn({M, H, Dh});
+  auto [ref1, ref1_w] = naive(q1, k, v, {});
+  CHECK(max_abs_diff(attend_memory(q1, k, v, {}), ref1) < 1e-5);
+}
+
+TEST_CASE("single-query attention falls back to LibTorch ops for types the kernel does not cover") {
+  torch::manual_seed(6);
+  KeyValueCache cache, cache16;
+  for (int t = 0; t < 4; ++t) {
+    auto k = torch::randn({2, 2, 8}), v = torch::randn({2, 2, 8});
+    cache.append(k, v);
+    cache16.append(k.to(torch::kBFloat16), v.to(torch::kBFloat16));
+  }
+  auto q = torch::randn({2, 2, 8});
+  auto out16 = attend_cache(q.to(torch::kBFloat16), cache16);
+  CHECK(out16.scalar_type() == torch::kBFloat16);
+  CHECK(max_abs_diff(out16, attend_cache(q, cache)) < 0.05);  // bfloat16 keeps 8 bits of mantissa
+  auto mk = torch::randn({1, 2, 3, 8}), mv = torch::randn({1, 2, 3, 8});
+  auto q2 = torch::randn({2, 2, 8});
+  auto m16 = attend_memory(q2.to(torch::kBFloat16), mk.to(torch::kBFloat16), mv.to(torch::kBFloat16), {});
+  CHECK(max_abs_diff(m16, attend_memory(q2, mk, mv, {})) < 0.05);
+}
+
+TEST_CASE("incremental self-attention gives the same steps with and without autograd (kernel and ops paths)") {
+  torch::manual_seed(7);
+  for (auto kind : {AttentionKind::kFull, AttentionKind::kLocal}) {
+    MultiHeadAttentionOptions o;
+    o.d_model = 16;
+    o.heads = 4;
+    o.kind = kind;
+    o.window = 2;
+    MultiHeadAttention mha(o);
+    mha->eval();
+    auto x = torch::randn({3, 6, 16});
+    SelfAttentionCache with_grad, without;
+    for (int t = 0; t < 6; ++t) {
+      auto a = mha->self_attend_step(x.narrow(1, t, 1), with_grad);
+      CHECK(a.requires_grad());  // the ops path, differentiable
+      torch::NoGradGuard no_grad;
+      auto b = mha->self_attend_step(x.narrow(1, t, 1), without);
+      CHECK(max_abs_diff(a, b) < 1e-5);
+    }
+  }
+}
+
+TEST_CASE("cross-attention of one query position gives the same output and weights with and without autograd") {
+  torch::manual_seed(8);
+  MultiHeadAttentionOptions o;
+  o.d_model = 16;
+  o.heads = 4;
+  o.self_attention = false;
+  MultiHeadAttention mha(o);
+  mha->eval();
+  auto memory = torch::randn({2, 5, 16});
+  auto valid = torch::ones({2, 5}, torch::kBool);
+  valid[0][4] = false;
+  auto [k, v] = mha->project_memory(memory);
+  auto x = torch::randn({6, 1, 16});  // 3 beams per memory row
+  torch::Tensor wa, wb;
+  auto a = mha->cross_attend(x, k, v, valid, &wa);
+  CHECK(a.requires_grad());
+  torch::NoGradGuard no_grad;
+  auto b = mha->cross_attend(x, k, v, valid, &wb);
+  CHECK(wb.sizes() == wa.sizes());
+  CHECK(max_abs_diff(a, b) < 1e-5);
+  CHECK(max_abs_diff(wa, wb) < 1e-6);
+}
