@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "decode/beam_candidates.h"
 #include "decode/length_penalty.h"
 #include "decode/step_constraints.h"
 
@@ -61,30 +62,18 @@ std::vector<NBestList> beam_search(models::Seq2SeqModel& model, const torch::Ten
       row_score[r] = rows[r].log_prob;
     }
     constrain_step(logp, step, row_limit, o.min_length);
-    auto scores = torch::tensor(row_score, torch::kFloat).to(logp.device()).unsqueeze(1) + logp;
-    auto top = scores.view({A, K * V}).topk(candidates, 1, /*largest=*/true, /*sorted=*/true);
-    auto top_v = std::get<0>(top).to(torch::kCPU).contiguous();
-    auto top_i = std::get<1>(top).to(torch::kCPU).contiguous();
-    // topk does not promise an order among equal values: sort each row by (value desc, index asc).
-    const float* tv = top_v.data_ptr<float>();
-    const int64_t* ti = top_i.data_ptr<int64_t>();
+    const auto top = best_candidates(logp, row_score, K, candidates);
 
     std::vector<Live> next_rows;
     std::vector<int64_t> next_active, next_groups, reorder, next_prev;
     for (int64_t a = 0; a < A; ++a) {
       const int64_t sent = active[a];
-      std::vector<std::pair<float, int64_t>> cand;
-      cand.reserve(candidates);
-      for (int64_t j = 0; j < candidates; ++j) cand.emplace_back(tv[a * candidates + j], ti[a * candidates + j]);
-      std::stable_sort(cand.begin(), cand.end(), [](const auto& x, const auto& y) {
-        return x.first != y.first ? x.first > y.first : x.second < y.second;
-      });
+      const auto& cand = top[a];
       std::vector<Live> live;
       std::vector<int64_t> live_parent, live_token;
-      for (int64_t j = 0; j < candidates && static_cast<int64_t>(live.size()) < K; ++j) {
-        const float value = cand[j].first;
-        if (value == ninf || std::isnan(value)) break;
-        const int64_t beam = cand[j].second / V, token = cand[j].second % V;
+      for (int64_t j = 0; j < static_cast<int64_t>(cand.size()) && static_cast<int64_t>(live.size()) < K; ++j) {
+        const float value = cand[j].score;
+        const int64_t beam = cand[j].index / V, token = cand[j].index % V;
         const int64_t parent = a * K + beam;
         const Live& p = rows[parent];
         if (token == models::kEosId) {
