@@ -173,7 +173,8 @@ PARLA_INLINE void weighted_sum(const T* a, const T* const* v, int64_t L, int64_t
 }
 
 // e^x for x <= 0 without a library call, so the loop vectorizes: x = n ln2 + r with |r| <= ln2/2, e^r by its
-// Taylor polynomial to degree 7 (truncation error < 6e-9, below float rounding), 2^n from the exponent bits.
+// Taylor polynomial to degree 7 (truncation error < 6e-9; the result is within a few float ulps of e^x), 2^n
+// from the exponent bits.
 // Inputs below -87 give e^-87 (~1.6e-38) instead of less: a zero weight either way after normalization.
 PARLA_INLINE float exp_nonpositive(float x) {
   x = x < -87.0f ? -87.0f : x;
