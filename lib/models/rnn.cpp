@@ -11,12 +11,21 @@
 namespace parla::models {
 
 void RnnState::reorder(const torch::Tensor& indices) {
-  h = h.index_select(1, indices);
-  if (c.defined()) c = c.index_select(1, indices);
-  feed = feed.index_select(0, indices);
-  annotations = annotations.index_select(0, indices);
-  keys = keys.index_select(0, indices);
-  valid = valid.index_select(0, indices);
+  // Hypothesis row r reads source row r / beam; afterwards every row has its own source row again.
+  auto source_rows = beam > 1 ? indices.div(beam, "floor") : indices;
+  reorder_beams(indices, source_rows, 1);
+}
+
+void RnnState::reorder_beams(const torch::Tensor& rows, const torch::Tensor& sentences, int64_t beam_size) {
+  h = h.index_select(1, rows);
+  if (c.defined()) c = c.index_select(1, rows);
+  feed = feed.index_select(0, rows);
+  if (sentences.defined()) {
+    annotations = annotations.index_select(0, sentences);
+    keys = keys.index_select(0, sentences);
+    valid = valid.index_select(0, sentences);
+  }
+  beam = beam_size;
 }
 
 RnnModel::RnnModel(const ModelConfig& cfg, int64_t src_vocab, int64_t tgt_vocab)
@@ -96,10 +105,14 @@ std::unique_ptr<RnnState> RnnModel::encode(const torch::Tensor& src) {
 }
 
 torch::Tensor RnnModel::attend(const torch::Tensor& query, RnnState& state, torch::Tensor* attention) {
-  auto scores = score->score(query.unsqueeze(1), state.keys);                // [N, 1, S]
+  // The G = N / M hypotheses of a sentence are G query positions over its one row of annotations: one product
+  // per sentence, and the annotations are never copied per hypothesis.
+  const int64_t N = query.size(0), M = state.keys.size(0);
+  TORCH_CHECK(M > 0 && N % M == 0, "rnn attention: ", N, " rows for ", M, " source rows");
+  auto scores = score->score(query.reshape({M, N / M, query.size(1)}), state.keys);  // [M, G, S]
   auto alpha = nn::masked_softmax(scores, state.valid.unsqueeze(1));
-  if (attention) *attention = alpha.squeeze(1);
-  return torch::bmm(alpha, state.annotations).squeeze(1);                   // [N, 2H]
+  if (attention) *attention = alpha.reshape({N, alpha.size(2)});
+  return torch::bmm(alpha, state.annotations).reshape({N, state.annotations.size(2)});  // [N, 2H]
 }
 
 torch::Tensor RnnModel::decode_step(const torch::Tensor& emb, RnnState& state, torch::Tensor* attention) {

@@ -29,14 +29,16 @@ namespace parla::models {
 class RnnState : public DecoderState {
  public:
   void reorder(const torch::Tensor& indices) override;
+  void reorder_beams(const torch::Tensor& rows, const torch::Tensor& sentences, int64_t beam) override;
   int64_t steps() const override { return steps_; }
 
   torch::Tensor h, c;          // [L, N, H] (c: LSTM only)
   torch::Tensor feed;          // h~_{t-1} [N, H]
-  torch::Tensor annotations;   // [N, S, 2H]
+  torch::Tensor annotations;   // [N / beam, S, 2H]
   torch::Tensor keys;          // annotations after the score's key projection
-  torch::Tensor valid;         // bool [N, S]
+  torch::Tensor valid;         // bool [N / beam, S]
   int64_t steps_ = 0;
+  int64_t beam = 1;  // consecutive hypothesis rows sharing one row of annotations, keys and valid
 };
 
 class RnnModel : public Seq2SeqModel {

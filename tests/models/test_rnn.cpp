@@ -1,6 +1,8 @@
 // The attentional RNN encoder-decoder.
 #include <catch2/catch.hpp>
 
+#include <string>
+
 #include <torch/torch.h>
 
 #include "core/error.h"
@@ -86,5 +88,45 @@ TEST_CASE("rnn tied output needs embed_dim equal to rnn_hidden") {
   for (const auto& p : model->named_parameters()) {
     INFO(p.key());
     CHECK(p.value().grad().defined());
+  }
+}
+
+TEST_CASE("rnn beam reordering (source kept once per sentence) equals decoding the reordered rows") {
+  for (std::string attention : {"bahdanau", "luong"}) {
+    torch::manual_seed(5);
+    auto cfg = tiny_rnn();
+    cfg.rnn_attention = attention;
+    cfg.rnn_cell = attention == "luong" ? "lstm" : "gru";
+    auto model = build_seq2seq(cfg, 20, 20);
+    model->eval();
+    torch::NoGradGuard g;
+    auto src = torch::tensor({5, 9, 7, 3, 6, 8, 3, 0}, torch::kLong).view({2, 4});
+    // Reference: one source row per hypothesis row, reordered with reorder(). Grouped: beams of 3 per
+    // sentence from the start; sentence 0 then finishes and leaves the batch.
+    auto a = model->start(src), b = model->start(src);
+    auto expand = torch::tensor({0, 0, 0, 1, 1, 1}, torch::kLong);
+    a->reorder(expand);
+    b->reorder_beams(expand, {}, 3);
+    auto prev = torch::tensor({2, 2, 2, 2, 2, 2}, torch::kLong);
+    CHECK(max_abs_diff(model->step(prev, *a), model->step(prev, *b)) < 1e-6);
+    auto rows = torch::tensor({2, 0, 0, 5, 3, 4}, torch::kLong);  // parents within each sentence's beams
+    a->reorder(rows);
+    b->reorder_beams(rows, {}, 3);
+    auto next = torch::tensor({7, 8, 9, 10, 11, 12}, torch::kLong);
+    CHECK(max_abs_diff(model->step(next, *a), model->step(next, *b)) < 1e-6);
+    auto survivors = torch::tensor({4, 4, 3}, torch::kLong);  // sentence 1 only
+    a->reorder(survivors);
+    b->reorder_beams(survivors, torch::tensor({1}, torch::kLong), 3);
+    torch::Tensor att_a, att_b;
+    next = torch::tensor({5, 6, 7}, torch::kLong);
+    INFO(attention);
+    CHECK(max_abs_diff(model->step(next, *a, &att_a), model->step(next, *b, &att_b)) < 1e-6);
+    CHECK(att_b.sizes() == torch::IntArrayRef({3, 4}));
+    CHECK(max_abs_diff(att_a, att_b) < 1e-6);
+    // A plain reorder after grouped ones (as greedy search does) still sees the right source rows.
+    a->reorder(torch::tensor({2}, torch::kLong));
+    b->reorder(torch::tensor({2}, torch::kLong));
+    CHECK(max_abs_diff(model->step(torch::tensor({9}, torch::kLong), *a),
+                       model->step(torch::tensor({9}, torch::kLong), *b)) < 1e-6);
   }
 }
