@@ -1,7 +1,6 @@
 #include "decode/beam_search.h"
 
 #include <algorithm>
-#include <cmath>
 #include <limits>
 
 #include <torch/torch.h>
