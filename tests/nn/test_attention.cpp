@@ -346,10 +346,16 @@ TEST_CASE("incremental self-attention steps equal the causal full-sequence pass 
     mha->eval();
     auto x = torch::randn({3, 7, 16});
     auto full = mha->self_attend(x, {}, true);
-    SelfAttentionCache cache;
+    // With autograd the step runs LibTorch ops; without, the single-query kernel: both must match.
+    SelfAttentionCache with_grad, without;
     for (int t = 0; t < 7; ++t) {
-      auto step = mha->self_attend_step(x.narrow(1, t, 1), cache);
+      auto step = mha->self_attend_step(x.narrow(1, t, 1), with_grad);
+      CHECK(step.requires_grad());  // the ops path, differentiable
       CHECK(max_abs_diff(step, full.narrow(1, t, 1)) < 1e-5);
+      torch::NoGradGuard no_grad;
+      auto fast = mha->self_attend_step(x.narrow(1, t, 1), without);
+      CHECK(max_abs_diff(fast, full.narrow(1, t, 1)) < 1e-5);
+      CHECK(max_abs_diff(fast, step) < 1e-5);
     }
   }
 }
