@@ -265,6 +265,20 @@ void run(const Plan<T>& p, int64_t rows) {
   });
 }
 
+// The fields both entry points fill alike: query, shape, scale and outputs.
+template <typename T>
+Plan<T> plan_for(const torch::Tensor& q, int64_t positions, torch::Tensor& out, torch::Tensor* weights) {
+  Plan<T> p;
+  p.q = q.data_ptr<T>();
+  p.heads = q.size(1);
+  p.dim = q.size(2);
+  p.positions = positions;
+  p.scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(p.dim)));
+  p.out = out.data_ptr<T>();
+  p.weights = weights ? weights->data_ptr<T>() : nullptr;
+  return p;
+}
+
 bool direct(const torch::Tensor& q) {
   return q.device().is_cpu() && (q.scalar_type() == torch::kFloat || q.scalar_type() == torch::kDouble);
 }
@@ -295,15 +309,12 @@ torch::Tensor attend_cache(const torch::Tensor& q, const KeyValueCache& cache, t
   if (weights) w = torch::empty({N, H, L}, q.options());
   auto anc = cache.ancestors().contiguous();
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_cache", [&] {
-    Plan<scalar_t> p;
-    p.q = qc.data_ptr<scalar_t>();
-    p.heads = H;
-    p.dim = Dh;
-    p.positions = L;
-    p.scale = static_cast<scalar_t>(1.0 / std::sqrt(static_cast<double>(Dh)));
+    auto p = plan_for<scalar_t>(qc, L, out, weights ? &w : nullptr);
     for (int64_t t = cache.first(); t < cache.length(); ++t) {
-      TORCH_CHECK(cache.keys()[t].scalar_type() == q.scalar_type(), "attend_cache: cache and query types differ");
-      p.k_base.push_back(cache.keys()[t].data_ptr<scalar_t>());
+      const auto& kt = cache.keys()[t];
+      TORCH_CHECK(kt.scalar_type() == q.scalar_type() && kt.size(1) == H && kt.size(2) == Dh,
+                  "attend_cache: the cache's type or shape differs from the query's");
+      p.k_base.push_back(kt.data_ptr<scalar_t>());
       p.v_base.push_back(cache.values()[t].data_ptr<scalar_t>());
     }
     p.k_row = p.v_row = H * Dh;
@@ -311,8 +322,6 @@ torch::Tensor attend_cache(const torch::Tensor& q, const KeyValueCache& cache, t
     p.ancestors = anc.data_ptr<int64_t>();
     p.ancestor_stride = anc.size(1);
     p.ancestor_offset = cache.first();
-    p.out = out.data_ptr<scalar_t>();
-    p.weights = weights ? w.data_ptr<scalar_t>() : nullptr;
     run(p, N);
   });
   if (weights) *weights = w;
@@ -322,8 +331,9 @@ torch::Tensor attend_cache(const torch::Tensor& q, const KeyValueCache& cache, t
 torch::Tensor attend_memory(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                             const torch::Tensor& key_valid, torch::Tensor* weights) {
   TORCH_CHECK(q.dim() == 3 && k.dim() == 4 && v.sizes() == k.sizes(), "attend_memory: q [B, H, Dh], k, v [M, H, S, Dh]");
-  const int64_t B = q.size(0), H = q.size(1), Dh = q.size(2), M = k.size(0), S = k.size(2);
+  const int64_t B = q.size(0), H = q.size(1), M = k.size(0), S = k.size(2);
   TORCH_CHECK(M > 0 && B % M == 0, "attend_memory: ", B, " query rows for ", M, " memory rows");
+  TORCH_CHECK(k.size(1) == H && k.size(3) == q.size(2), "attend_memory: heads or head size of q and k differ");
   if (!direct(q)) {
     const int64_t G = B / M;
     auto expand = [&](const torch::Tensor& t) { return t.repeat_interleave(G, 0); };
@@ -340,12 +350,7 @@ torch::Tensor attend_memory(const torch::Tensor& q, const torch::Tensor& k, cons
   torch::Tensor w;
   if (weights) w = torch::empty({B, H, S}, q.options());
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_memory", [&] {
-    Plan<scalar_t> p;
-    p.q = qc.data_ptr<scalar_t>();
-    p.heads = H;
-    p.dim = Dh;
-    p.positions = S;
-    p.scale = static_cast<scalar_t>(1.0 / std::sqrt(static_cast<double>(Dh)));
+    auto p = plan_for<scalar_t>(qc, S, out, weights ? &w : nullptr);
     for (int64_t s = 0; s < S; ++s) {
       p.k_base.push_back(kc.data_ptr<scalar_t>() + s * kc.stride(2));
       p.v_base.push_back(vc.data_ptr<scalar_t>() + s * vc.stride(2));
@@ -359,8 +364,6 @@ torch::Tensor attend_memory(const torch::Tensor& q, const torch::Tensor& k, cons
       p.valid = valid.data_ptr<bool>();
       p.valid_row = S;
     }
-    p.out = out.data_ptr<scalar_t>();
-    p.weights = weights ? w.data_ptr<scalar_t>() : nullptr;
     run(p, B);
   });
   if (weights) *weights = w;
