@@ -24,12 +24,13 @@
 #endif
 
 #include "core/error.h"
+#include "core/torch_compat.h"
 
 namespace parla::train {
 
 struct DataParallel::Group {
   c10::intrusive_ptr<c10d::Store> store;
-  c10::intrusive_ptr<c10d::ProcessGroup> pg;
+  c10::intrusive_ptr<compat::CollectiveBackend> pg;
 };
 
 namespace {

@@ -40,6 +40,10 @@ const config::SectionSchema<DecodingConfig>& DecodingConfig::schema() {
           "Sample each token from the model's distribution instead of searching (back-translation).");
     s.add("temperature", &DecodingConfig::temperature, "Softmax temperature when sampling.", greater_than(0));
     s.add("top_k", &DecodingConfig::top_k, "Sample among the k most likely tokens; 0 = all.", at_least(0));
+    s.add("precision", &DecodingConfig::precision,
+          "Arithmetic of the decoder: fp32, or bf16 / fp16 autocast (matrix products in 16 bits, softmax and "
+          "scores in fp32). fp16 needs a CUDA device; bf16 runs on CPUs and GPUs with compute capability >= 8.0.",
+          one_of({"fp32", "bf16", "fp16"}));
     s.on_finalize([](DecodingConfig& d, const std::set<std::string>&) {
       if (d.n_best > d.beam_size)
         throw ConfigError("key 'decoding.n_best' (" + std::to_string(d.n_best) + ") must not exceed "

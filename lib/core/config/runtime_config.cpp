@@ -1,5 +1,9 @@
 #include "core/config/runtime_config.h"
 
+#include <regex>
+
+#include "core/error.h"
+
 namespace parla {
 
 const config::SectionSchema<RuntimeConfig>& RuntimeConfig::schema() {
@@ -9,12 +13,18 @@ const config::SectionSchema<RuntimeConfig>& RuntimeConfig::schema() {
     s.add("threads", &RuntimeConfig::threads,
           "Intra-op threads for LibTorch and the BLAS (they share the cores, never oversubscribe). 0 = all cores.",
           between(0, 4096));
-    s.add("device", &RuntimeConfig::device, "Compute device. `auto` picks CUDA when LibTorch was built with it.",
-          one_of({"cpu", "cuda", "auto"}));
+    s.add("device", &RuntimeConfig::device,
+          "Compute device: cpu, cuda (in a data-parallel run each process takes cuda:LOCAL_RANK), cuda:N (one "
+          "process on GPU N) or auto (cuda when this LibTorch sees a GPU, else cpu).");
     s.add("seed", &RuntimeConfig::seed,
           "Seed for every random choice (data split, shuffling, initialisation, dropout, sampling). "
           "The same config and seed give the same result on the same machine and thread count.",
           at_least(0));
+    s.on_finalize([](RuntimeConfig& r, const std::set<std::string>&) {
+      static const std::regex pattern("cpu|auto|cuda(:[0-9]{1,4})?");
+      if (!std::regex_match(r.device, pattern))
+        throw ConfigError("key 'runtime.device': '" + r.device + "' is not a device (use cpu, cuda, cuda:N or auto)");
+    });
     return s;
   }();
   return s;

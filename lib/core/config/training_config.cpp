@@ -45,6 +45,11 @@ const config::SectionSchema<TrainingConfig>& TrainingConfig::schema() {
           "Validation metric for early stopping and for checkpoint_best.pt.", one_of({"bleu", "loss", "perplexity"}));
     s.add("patience", &TrainingConfig::patience,
           "Stop after this many validations without improvement of early_stop_metric (0 = off).", at_least(0));
+    s.add("precision", &TrainingConfig::precision,
+          "Arithmetic of training: fp32, or bf16 / fp16 autocast around the forward pass and the loss with fp32 "
+          "master weights and optimizer state. fp16 needs a CUDA device and uses dynamic loss scaling (overflowing "
+          "updates are skipped and halve the scale); bf16 runs on CPUs and GPUs with compute capability >= 8.0.",
+          one_of({"fp32", "bf16", "fp16"}));
     s.add("max_bad_steps", &TrainingConfig::max_bad_steps,
           "A NaN/inf loss skips the update; after this many in a row training stops.", at_least(1));
     s.add("valid_every", &TrainingConfig::valid_every,

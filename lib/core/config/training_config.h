@@ -35,6 +35,7 @@ struct TrainingConfig {
   std::string early_stop_metric = "loss";  // bleu, loss or perplexity; also picks checkpoint_best.pt
   int patience = 0;                // validations without improvement before stopping (0 = off)
   int max_bad_steps = 10;          // consecutive NaN/inf losses before training stops
+  std::string precision = "fp32";  // fp32, bf16 or fp16 (CUDA, dynamic loss scaling): autocast around forward + loss
 
   // Validation.
   int64_t valid_every = 1000;      // steps between validations (0 = only at the end)

@@ -1,0 +1,33 @@
+# parla builds against either LibTorch (lib/core/torch_compat.h wraps their C++ differences):
+#   Debian's libtorch-dev 1.13 (CPU only), the default; or
+#   the LibTorch inside the PyTorch wheel (2.x, CUDA), installed by tools/setup-libtorch2.sh into .venv-torch2 and
+#   chosen with -DCMAKE_PREFIX_PATH="<site-packages>/torch/share/cmake;<site-packages>/torch".
+# Sets PARLA_TORCH_MAJOR and PARLA_TORCH_CUDA, and keeps the two from mixing.
+string(REGEX MATCH "^[0-9]+" PARLA_TORCH_MAJOR "${Torch_VERSION}")
+if(NOT PARLA_TORCH_MAJOR)
+  set(PARLA_TORCH_MAJOR 1)
+endif()
+get_filename_component(parla_torch_prefix "${Torch_DIR}/../../.." ABSOLUTE)
+get_filename_component(parla_torch_lib_dir "${TORCH_LIBRARY}" DIRECTORY)
+# With both installed, TorchConfig's find_library may find Debian's libtorch.so for the wheel's headers; a
+# process that mixed them would crash far from the cause.
+if(NOT parla_torch_lib_dir MATCHES "^${parla_torch_prefix}" AND NOT parla_torch_prefix STREQUAL "/usr")
+  message(FATAL_ERROR "LibTorch config at ${Torch_DIR} but its library at ${TORCH_LIBRARY}: add "
+                      "${parla_torch_prefix} to CMAKE_PREFIX_PATH (tools/test.sh --libtorch2 does)")
+endif()
+set(PARLA_TORCH_CUDA OFF)
+if(TARGET torch_cuda OR TORCH_CUDA_LIBRARIES)
+  set(PARLA_TORCH_CUDA ON)
+endif()
+message(STATUS "parla: LibTorch ${Torch_VERSION} at ${parla_torch_prefix} (CUDA: ${PARLA_TORCH_CUDA})")
+
+# The wheel bundles fmt 12 headers in its include directory, ahead of /usr/include on the compiler's path, while
+# Debian's spdlog is compiled against Debian's fmt 9: a folder holding only a link to Debian's fmt, searched first,
+# keeps every parla translation unit on the fmt that spdlog was built with.
+set(PARLA_FMT_OVERRIDE_DIR "")
+if(EXISTS "${parla_torch_prefix}/include/fmt" AND NOT parla_torch_prefix STREQUAL "/usr")
+  find_path(PARLA_DEBIAN_FMT_INCLUDE fmt/core.h PATHS /usr/include NO_DEFAULT_PATH REQUIRED)
+  set(PARLA_FMT_OVERRIDE_DIR "${CMAKE_BINARY_DIR}/debian-fmt")
+  file(MAKE_DIRECTORY "${PARLA_FMT_OVERRIDE_DIR}")
+  file(CREATE_LINK "${PARLA_DEBIAN_FMT_INCLUDE}/fmt" "${PARLA_FMT_OVERRIDE_DIR}/fmt" SYMBOLIC)
+endif()

@@ -1,0 +1,98 @@
+#pragma once
+// The only place that knows which LibTorch parla was compiled against: Debian's 1.13 (CPU only) or the 2.x inside
+// the PyTorch wheel (CUDA). Everything that differs between their C++ APIs is wrapped here; no other file tests
+// TORCH_VERSION_MAJOR. Torch-using code only (like core/runtime.cpp).
+#include <ATen/autocast_mode.h>
+#include <ATen/Context.h>
+#include <ATen/CPUGeneratorImpl.h>
+#include <ATen/core/Generator.h>
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
+#include <torch/csrc/distributed/c10d/Backend.hpp>
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#include <torch/version.h>
+
+#if TORCH_VERSION_MAJOR >= 2
+#define PARLA_TORCH2 1
+#include <ATen/detail/CUDAHooksInterface.h>
+#else
+#define PARLA_TORCH2 0
+#endif
+
+namespace parla::compat {
+
+// "1.13.1", "2.11.0": what the build was compiled against.
+inline const char* torch_version() { return TORCH_VERSION; }
+
+// What a c10d process group's backend (Gloo, NCCL) is: 1.13's ProcessGroupGloo derives from ProcessGroup, 2.x's
+// from Backend; both offer the collectives parla calls (broadcast, allreduce, barrier).
+#if PARLA_TORCH2
+using CollectiveBackend = c10d::Backend;
+#else
+using CollectiveBackend = c10d::ProcessGroup;
+#endif
+
+// Autocast (mixed precision) for one device type: LibTorch 1.13 has per-device functions (set_enabled for CUDA,
+// set_cpu_enabled), 2.x one pair taking the device type.
+inline void set_autocast(c10::DeviceType type, bool enabled, c10::ScalarType dtype) {
+#if PARLA_TORCH2
+  at::autocast::set_autocast_dtype(type, dtype);
+  at::autocast::set_autocast_enabled(type, enabled);
+#else
+  if (type == c10::DeviceType::CUDA) {
+    at::autocast::set_autocast_gpu_dtype(dtype);
+    at::autocast::set_enabled(enabled);
+  } else {
+    at::autocast::set_autocast_cpu_dtype(dtype);
+    at::autocast::set_cpu_enabled(enabled);
+  }
+#endif
+}
+
+inline bool autocast_enabled(c10::DeviceType type) {
+#if PARLA_TORCH2
+  return at::autocast::is_autocast_enabled(type);
+#else
+  return type == c10::DeviceType::CUDA ? at::autocast::is_enabled() : at::autocast::is_cpu_enabled();
+#endif
+}
+
+inline c10::ScalarType autocast_dtype(c10::DeviceType type) {
+#if PARLA_TORCH2
+  return at::autocast::get_autocast_dtype(type);
+#else
+  return type == c10::DeviceType::CUDA ? at::autocast::get_autocast_gpu_dtype()
+                                       : at::autocast::get_autocast_cpu_dtype();
+#endif
+}
+
+// A fresh generator on `device`, seeded. 1.13 (Debian) has no CUDA, so a CUDA device there is a usage error that
+// runtime::resolve_device has already refused.
+inline at::Generator make_generator(const c10::Device& device, uint64_t seed) {
+  if (device.is_cpu()) return at::detail::createCPUGenerator(seed);
+#if PARLA_TORCH2
+  auto gen = at::detail::getCUDAHooks().getNewGenerator(device.has_index() ? device.index() : 0);
+  gen.set_current_seed(seed);
+  return gen;
+#else
+  TORCH_CHECK(false, "this LibTorch (", TORCH_VERSION, ") has no generator for ", device.str());
+#endif
+}
+
+// Whether GPU `index` computes in bfloat16 (compute capability 8.0 or newer, as torch.cuda.is_bf16_supported).
+inline bool cuda_supports_bf16(c10::DeviceIndex index) {
+#if PARLA_TORCH2
+  (void)index;  // the hook asks the current device, which runtime::resolve_device has set
+  return at::detail::getCUDAHooks().supportsBFloat16ConvolutionWithCuDNNv8();
+#else
+  (void)index;
+  return false;
+#endif
+}
+
+// The process-wide default generator of a device (dropout draws from it).
+inline at::Generator default_generator(const c10::Device& device) {
+  return at::globalContext().defaultGenerator(device);
+}
+
+}  // namespace parla::compat
