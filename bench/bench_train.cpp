@@ -6,7 +6,8 @@
 // training.batch_tokens = 8192 padded source+target tokens holds 128 pairs = 4,096 tokens per side, the shape of
 // bench_model. FLOPs: bench_model's formula (3 x forward matmul FLOPs). Throughput is src+tgt tokens/s from the
 // trainer's metrics.jsonl (median over steps after the first).
-// Usage: bench_train [steps=6] [presets=tiny,base]
+// Usage: bench_train [steps=6] [presets=tiny,base] [device=cpu] [precisions=fp32]
+//   e.g. bench_train 20 base cuda fp32,bf16 (a GPU's figures; the bare pass then synchronises the device per step)
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -22,6 +23,7 @@
 
 #include "core/config.h"
 #include "core/runtime.h"
+#include "core/runtime_device.h"
 #include "data/token_dataset_writer.h"
 #include "models/factory.h"
 #include "train/label_smoothed_cross_entropy.h"
@@ -82,12 +84,22 @@ int main(int argc, char** argv) {
     std::stringstream ss(argv[2]);
     for (std::string p; std::getline(ss, p, ',');) presets.push_back(p);
   }
+  const std::string device_spec = argc > 3 ? argv[3] : "cpu";
+  std::vector<std::string> precisions{"fp32"};
+  if (argc > 4) {
+    precisions.clear();
+    std::stringstream ss(argv[4]);
+    for (std::string p; std::getline(ss, p, ',');) precisions.push_back(p);
+  }
+  const auto device = parla::runtime::resolve_device({device_spec, "bench_train device", 1, 0});
   std::string tmp = std::filesystem::temp_directory_path().string() + "/parla_bench_train";
   std::string data = make_dataset(tmp + "/data");
   std::printf("bench_train: parla-train loop vs bare forward+backward, %lld x %lld tokens per side, vocab %lld, "
-              "%d threads, BLAS %s\n",
-              (long long)kBatch, (long long)kLen + 1, (long long)kVocab, threads, parla::runtime::blas_name().c_str());
-  for (const auto& preset : presets) {
+              "%d threads, BLAS %s, device %s\n",
+              (long long)kBatch, (long long)kLen + 1, (long long)kVocab, threads, parla::runtime::blas_name().c_str(),
+              parla::runtime::describe_device(device).c_str());
+  for (const auto& preset : presets)
+  for (const auto& precision : precisions) {
     parla::config::ConfigBuilder b;
     b.set("model.preset", preset, "bench");
     b.set("data.dir", data, "bench");
@@ -98,21 +110,31 @@ int main(int argc, char** argv) {
     b.set("training.valid_every", 0, "bench");
     b.set("training.valid_bleu", false, "bench");
     b.set("training.keep_last", 0, "bench");
+    b.set("training.precision", precision, "bench");
+    b.set("runtime.device", device_spec, "bench");
     auto cfg = b.build();
+    const auto dtype = parla::runtime::resolve_precision(precision, device, "bench_train precision");
 
     // Bare forward + backward (+ the same loss) on one batch of the same shape, as bench_model.
     torch::manual_seed(1);
     auto model = parla::models::build_seq2seq(cfg.model, kVocab, kVocab);
+    model->to(device);
     model->train();
-    auto src = torch::randint(4, kVocab, {kBatch, kLen + 1}, torch::kLong);
-    auto tgt_in = torch::randint(4, kVocab, {kBatch, kLen + 1}, torch::kLong);
-    auto tgt_out = torch::randint(4, kVocab, {kBatch, kLen + 1}, torch::kLong);
+    auto src = torch::randint(4, kVocab, {kBatch, kLen + 1}, torch::kLong).to(device);
+    auto tgt_in = torch::randint(4, kVocab, {kBatch, kLen + 1}, torch::kLong).to(device);
+    auto tgt_out = torch::randint(4, kVocab, {kBatch, kLen + 1}, torch::kLong).to(device);
     std::vector<double> bare;
     for (int it = 0; it <= steps; ++it) {
       auto start = std::chrono::steady_clock::now();
       model->zero_grad();
-      auto l = parla::train::label_smoothed_cross_entropy(model->forward(src, tgt_in), tgt_out, 0.1, 0);
-      (l.loss / static_cast<double>(l.tokens)).backward();
+      torch::Tensor loss;
+      {
+        parla::runtime::AutocastScope autocast(device, dtype);
+        auto l = parla::train::label_smoothed_cross_entropy(model->forward(src, tgt_in), tgt_out, 0.1, 0);
+        loss = l.loss / static_cast<double>(l.tokens);
+      }
+      loss.backward();
+      if (device.is_cuda()) torch::cuda::synchronize();
       double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
       if (it > 0) bare.push_back(s);
     }
@@ -132,9 +154,9 @@ int main(int argc, char** argv) {
     double loop_tps = median(tps);
     double flops_per_token = 3 * forward_flops(cfg.model, kBatch * (kLen + 1), kBatch * (kLen + 1), kLen + 1,
                                                kLen + 1, kVocab) / tokens;
-    std::printf("%-5s d=%d ffn=%d layers=%d+%d: loop %.0f src+tgt tok/s (%.1f GFLOP/s), bare fwd+bwd %.0f tok/s "
+    std::printf("%-5s %s d=%d ffn=%d layers=%d+%d: loop %.0f src+tgt tok/s (%.1f GFLOP/s), bare fwd+bwd %.0f tok/s "
                 "(%.1f GFLOP/s); loop/bare = %.2f (%d steps)\n",
-                preset.c_str(), cfg.model.d_model, cfg.model.ffn_dim, cfg.model.encoder_layers,
+                preset.c_str(), precision.c_str(), cfg.model.d_model, cfg.model.ffn_dim, cfg.model.encoder_layers,
                 cfg.model.decoder_layers, loop_tps, loop_tps * flops_per_token / 1e9, bare_tps,
                 bare_tps * flops_per_token / 1e9, loop_tps / bare_tps, steps);
     std::fflush(stdout);

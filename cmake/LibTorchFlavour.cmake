@@ -26,7 +26,9 @@ message(STATUS "parla: LibTorch ${Torch_VERSION} at ${parla_torch_prefix} (CUDA:
 # keeps every parla translation unit on the fmt that spdlog was built with.
 set(PARLA_FMT_OVERRIDE_DIR "")
 if(EXISTS "${parla_torch_prefix}/include/fmt" AND NOT parla_torch_prefix STREQUAL "/usr")
-  find_path(PARLA_DEBIAN_FMT_INCLUDE fmt/core.h PATHS /usr/include NO_DEFAULT_PATH REQUIRED)
+  # The fmt that spdlog's package config found (Debian's; under a prefix on machines without apt).
+  get_target_property(parla_fmt_includes fmt::fmt INTERFACE_INCLUDE_DIRECTORIES)
+  find_path(PARLA_DEBIAN_FMT_INCLUDE fmt/core.h PATHS ${parla_fmt_includes} /usr/include NO_DEFAULT_PATH REQUIRED)
   set(PARLA_FMT_OVERRIDE_DIR "${CMAKE_BINARY_DIR}/debian-fmt")
   file(MAKE_DIRECTORY "${PARLA_FMT_OVERRIDE_DIR}")
   file(CREATE_LINK "${PARLA_DEBIAN_FMT_INCLUDE}/fmt" "${PARLA_FMT_OVERRIDE_DIR}/fmt" SYMBOLIC)
