@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
                  "BERT checkpoint whose encoder initialises the model (training.init_encoder_from)");
   cli.add_option("--seed", seed, "Random seed (runtime.seed)");
   cli.add_option("--threads", threads, "Compute threads, 0 = all cores (runtime.threads)");
-  cli.add_option("--device", device, "cpu, cuda or auto (runtime.device)");
+  cli.add_option("--device", device, "cpu, cuda, cuda:N or auto (runtime.device)");
 
   // parla-train average -o OUT CKPT...
   std::string average_out;

@@ -10,6 +10,7 @@
 #include "core/app.h"
 #include "core/config.h"
 #include "core/runtime.h"
+#include "core/runtime_device.h"
 #include "decode/translator.h"
 
 int main(int argc, char** argv) {
@@ -28,7 +29,7 @@ int main(int argc, char** argv) {
                "parla-translate");
   parla::app::add_config_flags(cli, flags);
   std::vector<std::string> models;
-  std::string input = "-", output = "-", alignment;
+  std::string input = "-", output = "-", alignment, device, precision;
   int beam = 0, n_best = 0, min_length = 0, max_length_offset = 0, max_input = 0, batch_size = 0, batch_tokens = 0,
       maxi_batch = 0, top_k = 0, threads = 0;
   double length_penalty = 0, max_length_factor = 0, temperature = 0;
@@ -67,6 +68,9 @@ int main(int argc, char** argv) {
   cli.add_option("--top-k", top_k, "With --sampling, sample among the k most likely pieces; 0 = all (decoding.top_k)");
   cli.add_option("--seed", seed, "Random seed for sampling (runtime.seed)");
   cli.add_option("--threads,--cpu-threads", threads, "Threads; 0 = all cores (runtime.threads)");
+  cli.add_option("--device", device, "cpu, cuda, cuda:N or auto (runtime.device)");
+  cli.add_option("--precision", precision,
+                 "fp32, bf16 or fp16 (CUDA only): the compute precision of decoding (decoding.precision)");
 
   return parla::app::run(cli, flags, argc, argv, [&] {
     auto builder = parla::app::start_config(flags);
@@ -90,6 +94,8 @@ int main(int argc, char** argv) {
     if (line_buffered) builder.set("decoding.line_buffered", true, "--line-buffered");
     if (sampling) builder.set("decoding.sampling", true, "--sampling");
     set("--alignment", "decoding.alignment", alignment);
+    set("--device", "runtime.device", device);
+    set("--precision", "decoding.precision", precision);
     if ((input.empty() || input == "-") && isatty(STDIN_FILENO) && !builder.given("decoding.line_buffered"))
       builder.set("decoding.line_buffered", true, "stdin is a terminal");
     parla::Config config = builder.build();
@@ -97,8 +103,12 @@ int main(int argc, char** argv) {
     if (models.empty()) throw parla::UsageError("no model given: pass a checkpoint with -m/--models");
     int used = parla::runtime::apply(config.runtime);
     spdlog::debug("{} threads", used);
+    // Errors name the flag when the value came from it.
+    const auto dev = parla::runtime::resolve_device(
+        {config.runtime.device, cli.count("--device") ? "--device" : "runtime.device", 1, 0});
+    spdlog::debug("decoding on {}", parla::runtime::describe_device(dev));
     auto translator =
-        parla::decode::Translator::load(models, config.decoding, static_cast<uint64_t>(config.runtime.seed));
+        parla::decode::Translator::load(models, config.decoding, static_cast<uint64_t>(config.runtime.seed), dev);
     parla::decode::translate_file(translator, input, output);
     return 0;
   });

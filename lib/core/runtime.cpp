@@ -44,8 +44,7 @@ int apply(const RuntimeConfig& rc) {
                  "Install it: sudo apt-get install libopenblas0-pthread ***");
   }
   spdlog::debug("runtime: {} threads, BLAS: {}", threads, blas);
-  if (rc.device == "cuda" && !torch::cuda::is_available())
-    throw ConfigError("runtime.device is 'cuda' but this LibTorch has no CUDA device; use 'cpu' or 'auto'");
+  // runtime.device is resolved by runtime::resolve_device (core/runtime_device.h), the one place that decides.
   return threads;
 }
 

@@ -3,14 +3,14 @@
 #include <algorithm>
 #include <limits>
 
-#include <ATen/CPUGeneratorImpl.h>
 #include <torch/torch.h>
 
+#include "core/torch_compat.h"
 #include "decode/single_path_search.h"
 
 namespace parla::decode {
 
-at::Generator make_generator(uint64_t seed) { return at::detail::createCPUGenerator(seed); }
+at::Generator make_generator(uint64_t seed, const c10::Device& device) { return compat::make_generator(device, seed); }
 
 std::vector<NBestList> sample(models::Seq2SeqModel& model, const torch::Tensor& src, const SearchOptions& o,
                               at::Generator& generator) {
@@ -25,10 +25,11 @@ std::vector<NBestList> sample(models::Seq2SeqModel& model, const torch::Tensor& 
       auto kth = std::get<0>(logits.topk(o.top_k, 1)).select(1, o.top_k - 1).unsqueeze(1);
       logits = logits.masked_fill(logits < kth, -std::numeric_limits<float>::infinity());
     }
-    auto probs = torch::softmax(logits, 1).to(torch::kCPU);
-    auto tokens = torch::multinomial(probs, 1, /*replacement=*/false, generator).squeeze(1).contiguous();
-    auto chosen = logp.to(torch::kCPU).gather(1, tokens.unsqueeze(1)).squeeze(1).contiguous();
-    return std::make_pair(tokens, chosen);
+    // multinomial draws on its generator's device; the search reads the choices on the host.
+    auto probs = torch::softmax(logits, 1).to(generator.device());
+    auto tokens = torch::multinomial(probs, 1, /*replacement=*/false, generator).to(logp.device());
+    auto chosen = logp.gather(1, tokens).squeeze(1).to(torch::kCPU).contiguous();
+    return std::make_pair(tokens.squeeze(1).to(torch::kCPU).contiguous(), chosen);
   });
   if (n == 1) return samples;
   std::vector<NBestList> out(src.size(0));

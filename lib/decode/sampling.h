@@ -17,7 +17,8 @@ namespace parla::decode {
 std::vector<NBestList> sample(models::Seq2SeqModel& model, const torch::Tensor& src, const SearchOptions& o,
                               at::Generator& generator);
 
-// A CPU generator seeded with `seed` (runtime.seed), so sampled translations are reproducible.
-at::Generator make_generator(uint64_t seed);
+// A generator on `device` (the model's) seeded with `seed` (runtime.seed), so sampled translations are
+// reproducible. Draws happen where the generator lives: the CPU gives the same samples as it always did.
+at::Generator make_generator(uint64_t seed, const c10::Device& device = c10::Device(c10::DeviceType::CPU));
 
 }  // namespace parla::decode

@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "core/runtime_device.h"
 #include "decode/ensemble.h"
 #include "decode/input_sanitizer.h"
 #include "decode/maxi_batch.h"
@@ -36,19 +37,28 @@ torch::Tensor make_batch(const std::vector<std::vector<int>>& ids, const std::ve
   return src;
 }
 
+// CUDA's allocator says "CUDA out of memory", the CPU's "DefaultCPUAllocator: can't allocate".
+bool is_out_of_memory(const std::string& what) {
+  return what.find("out of memory") != std::string::npos || what.find("can't allocate") != std::string::npos;
+}
+
 }  // namespace
 
 Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, text::SentencePieceVocab source_vocab,
-                       text::SentencePieceVocab target_vocab, const DecodingConfig& cfg, uint64_t seed)
+                       text::SentencePieceVocab target_vocab, const DecodingConfig& cfg, uint64_t seed,
+                       const c10::Device& device)
     : model_(std::move(model)),
       src_vocab_(std::move(source_vocab)),
       tgt_vocab_(std::move(target_vocab)),
       cfg_(cfg),
       options_(SearchOptions::from_config(cfg)),
-      generator_(make_generator(seed)) {
+      device_(device),
+      precision_(runtime::resolve_precision(cfg.precision, device, "decoding.precision")),
+      generator_(make_generator(seed, device)) {
   if (model_->vocab_size() != tgt_vocab_.size())
     throw DataError("the model's target vocabulary has " + std::to_string(model_->vocab_size()) +
                     " entries but its SentencePiece model has " + std::to_string(tgt_vocab_.size()));
+  model_->to(device_);
   model_->eval();
   printer_.n_best = cfg.n_best > 1;
   printer_.alignment = parse_alignment_format(cfg.alignment);
@@ -58,13 +68,14 @@ Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, text::Senten
   if (cfg.max_input_length > 0) max_input_ = std::min<int64_t>(max_input_, cfg.max_input_length);
 }
 
-Translator Translator::load(const std::vector<std::string>& checkpoints, const DecodingConfig& cfg, uint64_t seed) {
+Translator Translator::load(const std::vector<std::string>& checkpoints, const DecodingConfig& cfg, uint64_t seed,
+                            const c10::Device& device) {
   if (checkpoints.empty()) throw UsageError("no model given: pass a checkpoint with -m/--models");
   std::vector<std::shared_ptr<models::Seq2SeqModel>> members;
   models::ModelMeta first;
   for (size_t i = 0; i < checkpoints.size(); ++i) {
     const auto& path = checkpoints[i];
-    auto loaded = models::load_seq2seq(path);
+    auto loaded = models::load_seq2seq(path, device);
     if (loaded.meta.src_spm.empty() || loaded.meta.tgt_spm.empty())
       throw DataError("checkpoint " + path + " carries no SentencePiece model, so it cannot translate raw text");
     if (i == 0) {
@@ -87,7 +98,7 @@ Translator Translator::load(const std::vector<std::string>& checkpoints, const D
   auto src = text::SentencePieceVocab::from_serialized(first.src_spm);
   auto tgt = text::SentencePieceVocab::from_serialized(first.tgt_spm);
   try {
-    return Translator(model, src, tgt, cfg, seed);
+    return Translator(model, src, tgt, cfg, seed, device);
   } catch (const DataError& e) {
     throw DataError("checkpoint " + checkpoints[0] + ": " + e.what());
   }
@@ -123,7 +134,11 @@ std::vector<std::string> Translator::translate_lines(const std::vector<std::stri
   for (const auto& batch : plan_batches(lengths, limits)) {
     std::vector<size_t> rows;
     for (size_t k : batch) rows.push_back(todo[k]);
-    auto out = search(*model_, make_batch(ids, rows), options_, &generator_);
+    std::vector<NBestList> out;
+    {
+      runtime::AutocastScope autocast(device_, precision_);
+      out = search(*model_, make_batch(ids, rows).to(device_), options_, &generator_);
+    }
     for (size_t k = 0; k < rows.size(); ++k) results[rows[k]] = std::move(out[k]);
   }
 
@@ -138,7 +153,7 @@ std::vector<std::string> Translator::translate_lines(const std::vector<std::stri
   return formatted;
 }
 
-TranslationStats Translator::translate_stream(std::istream& in, std::ostream& out) {
+TranslationStats Translator::translate_stream(std::istream& in, std::ostream& out, const std::string& out_name) {
   const auto start = Clock::now();
   LineReader reader(in);
   BatchLimits limits{static_cast<size_t>(cfg_.batch_size), static_cast<size_t>(cfg_.batch_tokens),
@@ -148,9 +163,24 @@ TranslationStats Translator::translate_stream(std::istream& in, std::ostream& ou
   std::string line;
   uint64_t first = 1;
   auto flush_window = [&] {
-    for (const auto& s : translate_lines(lines, first)) out << s;
+    auto out_of_memory = [&] {
+      return DataError("out of memory on " + device_.str() + " translating lines " + std::to_string(first) + ".." +
+                       std::to_string(first + lines.size() - 1) + ": lower decoding.batch_size (now " +
+                       std::to_string(cfg_.batch_size) + ") or decoding.batch_tokens (now " +
+                       std::to_string(cfg_.batch_tokens) + ")");
+    };
+    std::vector<std::string> done;
+    try {
+      done = translate_lines(lines, first);
+    } catch (const c10::Error& e) {
+      if (!is_out_of_memory(e.what())) throw;
+      throw out_of_memory();
+    } catch (const std::bad_alloc&) {
+      throw out_of_memory();
+    }
+    for (const auto& s : done) out << s;
     if (cfg_.line_buffered) out.flush();
-    if (!out) throw IoError("cannot write the output (disk full or closed pipe?)");
+    if (!out) throw IoError("cannot write the output " + out_name + " (disk full or closed pipe?)");
     first += lines.size();
     lines.clear();
   };
@@ -160,6 +190,7 @@ TranslationStats Translator::translate_stream(std::istream& in, std::ostream& ou
   }
   if (!lines.empty()) flush_window();
   out.flush();
+  if (!out) throw IoError("cannot write the output " + out_name + " (disk full or closed pipe?)");
   stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
   return stats_;
 }
@@ -174,16 +205,16 @@ TranslationStats translate_file(Translator& translator, const std::string& input
   }
   TranslationStats stats;
   if (output.empty() || output == "-") {
-    stats = translator.translate_stream(*in, std::cout);
+    stats = translator.translate_stream(*in, std::cout, "stdout");
   } else {
     const std::string tmp = output + ".tmp";
     {
       std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
       if (!out) throw IoError("cannot write output file " + output + " (temporary " + tmp + ")");
       try {
-        stats = translator.translate_stream(*in, out);
+        stats = translator.translate_stream(*in, out, "file " + output + " (temporary " + tmp + ")");
         out.close();
-        if (!out) throw IoError("cannot write output file " + tmp);
+        if (!out) throw IoError("cannot write output file " + output + " (temporary " + tmp + ")");
       } catch (...) {
         out.close();
         std::remove(tmp.c_str());

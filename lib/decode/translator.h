@@ -12,6 +12,8 @@
 #include <vector>
 
 #include <ATen/core/Generator.h>
+#include <c10/core/Device.h>
+#include <c10/core/ScalarType.h>
 
 #include "core/config/decoding_config.h"
 #include "decode/output_printer.h"
@@ -30,25 +32,35 @@ struct TranslationStats {
 
 class Translator {
  public:
-  // `model` may be an Ensemble. seed drives sampling.
+  // `model` may be an Ensemble; it is moved to `device` (resolved by runtime::resolve_device), where batches,
+  // search and the sampling generator (seeded with `seed`) live too. cfg.precision is resolved for that device
+  // (ConfigError naming decoding.precision, e.g. fp16 on a CPU) and decoding runs under its autocast.
   Translator(std::shared_ptr<models::Seq2SeqModel> model, text::SentencePieceVocab source_vocab,
-             text::SentencePieceVocab target_vocab, const DecodingConfig& cfg, uint64_t seed);
+             text::SentencePieceVocab target_vocab, const DecodingConfig& cfg, uint64_t seed,
+             const c10::Device& device = c10::Device(c10::DeviceType::CPU));
 
   // Loads one checkpoint, or several as an ensemble (they must carry identical SentencePiece models and
-  // vocabulary sizes). DataError naming the file for a missing, corrupt, non-parla or incompatible checkpoint.
-  static Translator load(const std::vector<std::string>& checkpoints, const DecodingConfig& cfg, uint64_t seed);
+  // vocabulary sizes), onto `device`. DataError naming the file for a missing, corrupt, non-parla or
+  // incompatible checkpoint.
+  static Translator load(const std::vector<std::string>& checkpoints, const DecodingConfig& cfg, uint64_t seed,
+                         const c10::Device& device = c10::Device(c10::DeviceType::CPU));
 
   // Translates a window of raw lines (line numbers first_line, first_line+1, ... 1-based, for warnings and
   // n-best ids) and returns each line's formatted output ("text\n", or n-best lines), in input order.
   std::vector<std::string> translate_lines(const std::vector<std::string>& lines, uint64_t first_line = 1);
 
-  // Reads all of `in`, writes to `out`: maxi-batches of decoding.maxi_batch batches, or with
-  // decoding.line_buffered each line translated and flushed as soon as it is read.
-  TranslationStats translate_stream(std::istream& in, std::ostream& out);
+  // Reads all of `in`, writes to `out` (named `out_name` in errors): maxi-batches of decoding.maxi_batch
+  // batches, or with decoding.line_buffered each line translated and flushed as soon as it is read. IoError
+  // naming `out_name` when writing fails; DataError naming decoding.batch_size/batch_tokens when the device runs
+  // out of memory.
+  TranslationStats translate_stream(std::istream& in, std::ostream& out, const std::string& out_name = "stdout");
 
   // The longest source (pieces, without EOS) kept: decoding.max_input_length and the model's positions.
   int64_t max_input_length() const { return max_input_; }
   const TranslationStats& stats() const { return stats_; }
+  const c10::Device& device() const { return device_; }
+  // Float (fp32), BFloat16 or Half: the autocast dtype decoding.precision resolved to.
+  c10::ScalarType precision() const { return precision_; }
 
  private:
   std::shared_ptr<models::Seq2SeqModel> model_;
@@ -56,6 +68,8 @@ class Translator {
   DecodingConfig cfg_;
   SearchOptions options_;
   OutputPrinter printer_;
+  c10::Device device_;
+  c10::ScalarType precision_;
   at::Generator generator_;
   int64_t max_input_;
   TranslationStats stats_;

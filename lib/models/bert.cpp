@@ -31,7 +31,7 @@ BertModel::BertModel(const ModelConfig& cfg, int64_t vocab) : cfg_(cfg), vocab_(
 torch::Tensor BertModel::encode(const torch::Tensor& tokens, const torch::Tensor& segments) {
   TORCH_CHECK(tokens.dim() == 2, "tokens must be [B, T]");
   auto seg = segments.defined() ? segments : torch::zeros_like(tokens);
-  auto x = token_embed(tokens) + segment_embed(seg) + positions(tokens.size(1), 0);
+  auto x = token_embed(tokens) + segment_embed(seg) + positions(tokens.size(1), 0, token_embed->weight.options());
   x = embed_norm(x);
   if (cfg_.dropout > 0 && is_training()) x = torch::dropout(x, cfg_.dropout, true);
   return encoder(x, tokens.ne(kPadId));

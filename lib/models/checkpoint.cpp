@@ -26,15 +26,17 @@ torch::Tensor bytes_to_tensor(const std::string& s) {
 }
 
 std::string tensor_to_bytes(const torch::Tensor& t) {
-  auto c = t.to(torch::kUInt8).contiguous();
+  auto c = t.to(torch::kCPU, torch::kUInt8).contiguous();  // the archive may be mapped onto a GPU
   return std::string(reinterpret_cast<const char*>(c.data_ptr<uint8_t>()), static_cast<size_t>(c.numel()));
 }
 
-// Loads and checks the parla header; DataError naming the file otherwise.
-void open_archive(const std::string& path, torch::serialize::InputArchive& archive, ModelMeta& meta) {
+// Loads and checks the parla header; DataError naming the file otherwise. Every tensor of the archive is
+// mapped onto `device` whatever device wrote it (without a map location a CUDA-written file needs CUDA).
+void open_archive(const std::string& path, torch::serialize::InputArchive& archive, ModelMeta& meta,
+                  const torch::Device& device) {
   if (!std::filesystem::exists(path)) throw DataError(path + ": checkpoint file does not exist");
   try {
-    archive.load_from(path);
+    archive.load_from(path, device);
   } catch (const std::exception& e) {
     throw DataError(path + ": not a readable checkpoint (" + std::string(e.what()).substr(0, 200) + ")");
   }
@@ -140,7 +142,7 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, const Mo
 ModelMeta read_meta(const std::string& path) {
   torch::serialize::InputArchive archive;
   ModelMeta meta;
-  open_archive(path, archive, meta);
+  open_archive(path, archive, meta, torch::kCPU);
   return meta;
 }
 
@@ -148,15 +150,16 @@ void load_weights(const std::string& path, torch::nn::Module& model,
                   const std::function<void(torch::serialize::InputArchive&)>& extra) {
   torch::serialize::InputArchive archive;
   ModelMeta meta;
-  open_archive(path, archive, meta);
+  const auto params = model.parameters(true);
+  open_archive(path, archive, meta, params.empty() ? torch::Device(torch::kCPU) : params.front().device());
   load_module(path, archive, model);
   if (extra) extra(archive);
 }
 
-LoadedSeq2Seq load_seq2seq(const std::string& path) {
+LoadedSeq2Seq load_seq2seq(const std::string& path, const torch::Device& device) {
   torch::serialize::InputArchive archive;
   LoadedSeq2Seq out;
-  open_archive(path, archive, out.meta);
+  open_archive(path, archive, out.meta, device);
   if (!out.meta.config.is_object() || !out.meta.config.contains("model"))
     throw DataError(path + ": checkpoint metadata has no 'model' config section");
   if (out.meta.src_vocab_size < 1 || out.meta.tgt_vocab_size < 1)
@@ -170,6 +173,7 @@ LoadedSeq2Seq load_seq2seq(const std::string& path) {
   } catch (const ConfigError& e) {
     throw DataError(path + ": the model config stored in the checkpoint is not usable: " + e.what());
   }
+  out.model->to(device);  // before loading, so the weights are copied device to device
   load_module(path, archive, *out.model);
   out.model->eval();
   return out;

@@ -44,12 +44,18 @@ struct LoadedSeq2Seq {
   ModelMeta meta;
 };
 
-// Rebuilds the model from meta.config["model"] and the stored vocabulary sizes via the factory and loads its
-// weights. DataError naming the file for a missing, corrupt or non-parla file, or a config/weight mismatch.
-LoadedSeq2Seq load_seq2seq(const std::string& path);
+// Checkpoints load on any device, whichever one wrote them: archives are read with a map location, so a file
+// written on cuda:3 opens on a CPU-only machine.
+
+// Rebuilds the model from meta.config["model"] and the stored vocabulary sizes via the factory, loads its
+// weights and puts it on `device`. DataError naming the file for a missing, corrupt or non-parla file, or a
+// config/weight mismatch.
+LoadedSeq2Seq load_seq2seq(const std::string& path, const torch::Device& device = torch::kCPU);
+// The metadata only (tensors are mapped to the CPU).
 ModelMeta read_meta(const std::string& path);
 // Loads weights into an existing model (every parameter and buffer must be present with the same shape), then
-// lets `extra` read the trainer's archives.
+// lets `extra` read the trainer's archives. The archive is mapped onto the device of the model's first parameter
+// (CPU for a model without parameters), so what `extra` reads (optimizer moments) lands beside the weights.
 void load_weights(const std::string& path, torch::nn::Module& model,
                   const std::function<void(torch::serialize::InputArchive&)>& extra = {});
 

@@ -55,7 +55,7 @@ int64_t TransformerModel::max_positions() const {
 
 torch::Tensor TransformerModel::embed(nn::Embedding& table, nn::PositionalEncoding& positions, const torch::Tensor& ids,
                                       int64_t offset) {
-  auto x = table(ids) + positions(ids.size(1), offset).to(table->weight.dtype());
+  auto x = table(ids) + positions(ids.size(1), offset, table->weight.options()).to(table->weight.dtype());
   return cfg_.dropout > 0 && is_training() ? torch::dropout(x, cfg_.dropout, true) : x;
 }
 

@@ -34,16 +34,20 @@ int64_t PositionalEncodingImpl::max_positions() const {
   return learned() ? max_positions_ : std::numeric_limits<int64_t>::max();
 }
 
-torch::Tensor PositionalEncodingImpl::forward(int64_t length, int64_t offset) {
+torch::Tensor PositionalEncodingImpl::forward(int64_t length, int64_t offset, const torch::TensorOptions& like) {
   if (learned()) {
     if (offset + length > max_positions_)
       throw DataError("sequence of " + std::to_string(offset + length) + " positions is longer than model.max_positions = " +
                       std::to_string(max_positions_) + " (learned positions)");
     return weight.narrow(0, offset, length);
   }
-  if (!table_.defined() || table_.size(0) < offset + length) {
+  const auto device = like.device();
+  const auto dtype = c10::typeMetaToScalarType(like.dtype());
+  if (!table_.defined() || table_.size(0) < offset + length || table_.device() != device ||
+      table_.scalar_type() != dtype) {
     int64_t n = std::max<int64_t>(offset + length, std::max<int64_t>(256, table_.defined() ? 2 * table_.size(0) : 0));
-    table_ = sinusoidal_table(n, dim_);
+    // Computed on the CPU in double and rounded once, so every device gets the same values.
+    table_ = sinusoidal_table(n, dim_).to(device, dtype);
   }
   return table_.narrow(0, offset, length);
 }

@@ -16,9 +16,11 @@ class PositionalEncodingImpl : public torch::nn::Module {
  public:
   // kind: "sinusoidal" or "learned".
   PositionalEncodingImpl(const std::string& kind, int64_t max_positions, int64_t dim);
-  // Encodings [length, dim] of positions offset .. offset+length-1. Throws DataError past max_positions
-  // (learned only).
-  torch::Tensor forward(int64_t length, int64_t offset = 0);
+  // Encodings [length, dim] of positions offset .. offset+length-1. Sinusoidal: on `like`'s device and dtype
+  // (pass the embedding weight's options), so a model moved with ->to(cuda) gets its table there although the
+  // table is no buffer (checkpoints written before devices existed have no entry for it). Learned: the weight's
+  // rows, wherever the module lives. Throws DataError past max_positions (learned only).
+  torch::Tensor forward(int64_t length, int64_t offset, const torch::TensorOptions& like);
   bool learned() const { return weight.defined(); }
   // Longest sequence: max_positions for learned, INT64_MAX for sinusoidal.
   int64_t max_positions() const;
@@ -27,7 +29,7 @@ class PositionalEncodingImpl : public torch::nn::Module {
 
  private:
   int64_t max_positions_, dim_;
-  torch::Tensor table_;  // sinusoidal cache, grown on demand (not a parameter, not saved)
+  torch::Tensor table_;  // sinusoidal cache on the last device/dtype asked for, grown on demand (not saved)
 };
 TORCH_MODULE(PositionalEncoding);
 

@@ -7,7 +7,6 @@
 #include <utility>
 
 #include <spdlog/spdlog.h>
-#include <torch/cuda.h>
 #include <torch/nn/module.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupGloo.hpp>
 #include <torch/csrc/distributed/c10d/TCPStore.hpp>
@@ -16,7 +15,6 @@
 // CUDA build of LibTorch that defines USE_C10D_NCCL.
 #if defined(USE_C10D_NCCL) && __has_include(<nccl.h>) && \
     __has_include(<torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>)
-#include <c10/cuda/CUDAFunctions.h>
 #include <torch/csrc/distributed/c10d/ProcessGroupNCCL.hpp>
 #define PARLA_HAVE_NCCL 1
 #else
@@ -24,6 +22,7 @@
 #endif
 
 #include "core/error.h"
+#include "core/runtime_device.h"
 #include "core/torch_compat.h"
 
 namespace parla::train {
@@ -74,8 +73,13 @@ std::pair<int, std::string> group_key(const torch::Tensor& t) {
 
 }  // namespace
 
-DataParallel::DataParallel(int rank, int world_size, std::string backend, std::unique_ptr<Group> group)
-    : rank_(rank), world_size_(world_size), backend_(std::move(backend)), group_(std::move(group)) {}
+DataParallel::DataParallel(int rank, int world_size, int local_rank, std::string backend,
+                           std::unique_ptr<Group> group)
+    : rank_(rank),
+      world_size_(world_size),
+      local_rank_(local_rank),
+      backend_(std::move(backend)),
+      group_(std::move(group)) {}
 
 DataParallel::~DataParallel() = default;
 
@@ -114,18 +118,19 @@ std::shared_ptr<DataParallel> DataParallel::from_env(const std::string& device) 
 std::shared_ptr<DataParallel> DataParallel::create(int rank, int world_size, const std::string& master_addr,
                                                    int master_port, const std::string& device,
                                                    std::chrono::milliseconds timeout, int local_rank) {
-  if (device != "cpu" && device != "cuda" && device != "auto")
-    throw ConfigError("runtime.device must be cpu, cuda or auto, not '" + device + "'");
+  if (!runtime::is_device_spec(device))
+    throw ConfigError("runtime.device must be cpu, cuda, cuda:N or auto, not '" + device + "'");
   if (world_size < 1 || rank < 0 || rank >= world_size)
     throw ConfigError("distributed rank " + std::to_string(rank) + " is outside a world of size " +
                       std::to_string(world_size));
-  bool cuda = device == "cuda" || (device == "auto" && torch::cuda::is_available());
-  if (device == "cuda" && !torch::cuda::is_available())
-    throw ConfigError("runtime.device is 'cuda' but this LibTorch has no CUDA device; use 'cpu' or 'auto'");
   if (world_size == 1)
-    return std::shared_ptr<DataParallel>(new DataParallel(0, 1, "none", nullptr));
+    return std::shared_ptr<DataParallel>(new DataParallel(0, 1, local_rank, "none", nullptr));
+  // resolve_device refuses what this machine cannot run (no GPU, LOCAL_RANK past the last GPU, cuda:N in a
+  // world > 1) and makes cuda:LOCAL_RANK current, which is where NCCL puts this rank's communicator.
+  bool cuda = runtime::resolve_device(runtime::DeviceRequest{device, "runtime.device", world_size, local_rank})
+                  .is_cuda();
   if (cuda && !PARLA_HAVE_NCCL) {
-    if (device == "cuda")
+    if (device != "auto")
       throw ConfigError("runtime.device is 'cuda' with WORLD_SIZE > 1 but parla was built without NCCL");
     cuda = false;  // auto: fall back to Gloo on CPU
   }
@@ -144,7 +149,6 @@ std::shared_ptr<DataParallel> DataParallel::create(int rank, int world_size, con
     group->store = c10::make_intrusive<c10d::TCPStore>(master_addr, so);
 #if PARLA_HAVE_NCCL
     if (cuda) {
-      c10::cuda::set_device(static_cast<c10::DeviceIndex>(local_rank));  // one GPU per process, chosen by LOCAL_RANK
       auto opts = c10d::ProcessGroupNCCL::Options::create();
       opts->timeout = timeout;
       group->pg = c10::make_intrusive<c10d::ProcessGroupNCCL>(group->store, rank, world_size, opts);
@@ -171,12 +175,11 @@ std::shared_ptr<DataParallel> DataParallel::create(int rank, int world_size, con
     throw IoError("distributed rendezvous at " + master_addr + ":" + std::to_string(master_port) + " (rank " +
                   std::to_string(rank) + " of " + std::to_string(world_size) + ") failed: " + e.what());
   }
-  (void)local_rank;
   // Only rank 0 logs progress (its log is the run's log); the others keep warnings and errors.
   if (rank != 0) spdlog::set_level(spdlog::level::warn);
   spdlog::info("distributed: rank {} of {} joined via {}:{} ({})", rank, world_size, master_addr, master_port,
                backend);
-  return std::shared_ptr<DataParallel>(new DataParallel(rank, world_size, backend, std::move(group)));
+  return std::shared_ptr<DataParallel>(new DataParallel(rank, world_size, local_rank, backend, std::move(group)));
 }
 
 void DataParallel::broadcast_parameters(torch::nn::Module& module) {
@@ -236,7 +239,7 @@ void DataParallel::all_reduce_gradients(torch::nn::Module& module) {
 std::vector<double> DataParallel::all_reduce_sum(const std::vector<double>& values) {
   if (!group_ || values.empty()) return values;
   auto t = torch::tensor(values, torch::dtype(torch::kFloat64));
-  if (backend_ == "nccl") t = t.to(torch::kCUDA);
+  if (backend_ == "nccl") t = t.to(torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(local_rank_)));
   std::vector<torch::Tensor> io{t};
   c10d::AllreduceOptions opts;
   opts.reduceOp = c10d::ReduceOp::SUM;

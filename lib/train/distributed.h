@@ -26,7 +26,8 @@ namespace parla::train {
 class DataParallel {
  public:
   // A world of 1 (no process group; every collective is a no-op) when WORLD_SIZE is unset or 1.
-  // device: "cpu" (Gloo), "cuda" (NCCL; ConfigError when this build has no NCCL/CUDA) or "auto".
+  // device: runtime.device: "cpu" (Gloo), "cuda" (NCCL, each rank on cuda:LOCAL_RANK as
+  // runtime::resolve_device decides; ConfigError when this build has no NCCL/CUDA) or "auto".
   // Throws ConfigError naming the variable for malformed or inconsistent environment variables, IoError when
   // the rendezvous fails or times out.
   static std::shared_ptr<DataParallel> from_env(const std::string& device);
@@ -43,6 +44,9 @@ class DataParallel {
 
   int rank() const { return rank_; }
   int world_size() const { return world_size_; }
+  // LOCAL_RANK (SLURM_LOCALID under srun): this process's index on its machine, 0 in a world of 1. It picks the
+  // GPU (runtime::DeviceRequest::local_rank).
+  int local_rank() const { return local_rank_; }
   bool is_master() const { return rank_ == 0; }
   // "gloo", "nccl" or "none" (world of 1).
   const std::string& backend() const { return backend_; }
@@ -72,10 +76,11 @@ class DataParallel {
 
  private:
   struct Group;  // the c10d process group; absent for a world of 1
-  DataParallel(int rank, int world_size, std::string backend, std::unique_ptr<Group> group);
+  DataParallel(int rank, int world_size, int local_rank, std::string backend, std::unique_ptr<Group> group);
 
   int rank_ = 0;
   int world_size_ = 1;
+  int local_rank_ = 0;
   std::string backend_ = "none";
   std::unique_ptr<Group> group_;
 };

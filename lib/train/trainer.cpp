@@ -13,6 +13,7 @@
 
 #include "core/error.h"
 #include "core/progress.h"
+#include "core/runtime_device.h"
 #include "data/batch_sampler.h"
 #include "data/token_dataset.h"
 #include "models/checkpoint.h"
@@ -131,9 +132,11 @@ struct Trainer::Impl {
       : cfg(c), opts(std::move(o)), dp(std::move(d)) {
     check_training_config(cfg);
     const auto& t = cfg.training;
-    if (cfg.runtime.device == "cuda" || (cfg.runtime.device == "auto" && torch::cuda::is_available()))
-      device = torch::Device(torch::kCUDA, 0);
     if (!dp) dp = DataParallel::from_env(cfg.runtime.device);
+    // Rank r of a data-parallel run computes on cuda:LOCAL_RANK; runtime_device decides and refuses what this
+    // machine cannot run.
+    device = runtime::resolve_device(
+        runtime::DeviceRequest{cfg.runtime.device, "runtime.device", dp->world_size(), dp->local_rank()});
     master = dp->is_master();
     save_dir = t.save_dir;
 
@@ -206,12 +209,14 @@ struct Trainer::Impl {
                      "uninterrupted one exactly",
                      key, meta.config[p].dump(), config::to_json(cfg)[p].dump());
     }
+    // The model is on `device` already, so load_weights maps the archive there: the AdamW moments it restores
+    // land beside their parameters, whichever device wrote the checkpoint.
     models::load_weights(path, *model, [&](torch::serialize::InputArchive& a) {
       torch::serialize::InputArchive opt;
       if (!a.try_read("optimizer", opt))
         throw DataError("'" + path + "' has no optimizer state (a model-only or averaged checkpoint?)");
       optimizer->load(opt);
-      state.load(a, path);
+      state.load(a, path, device);
       torch::serialize::InputArchive ts;
       if (a.try_read("task_state", ts)) task->load_state(ts);
     });
@@ -242,7 +247,7 @@ struct Trainer::Impl {
       torch::serialize::OutputArchive opt;
       optimizer->save(opt);
       a.write("optimizer", opt);
-      state.save(a);
+      state.save(a, device);
       torch::serialize::OutputArchive ts;
       task->save_state(ts);
       a.write("task_state", ts);
@@ -277,19 +282,11 @@ struct Trainer::Impl {
 
   // Validates with the training's random generators untouched, updates the early-stopping state and logs.
   Verdict validate(TrainResult& result) {
-    auto gen = at::detail::getDefaultCPUGenerator();
-    torch::Tensor rng;
-    {
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      rng = gen.get_state();
-    }
+    const auto rng = GeneratorStates::capture(device);
     auto t0 = Clock::now();
     ValidationResult r = task->validate(device);
     model->train();
-    {
-      std::lock_guard<std::mutex> lock(gen.mutex());
-      gen.set_state(rng);
-    }
+    rng.restore(device);
     double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     const std::string& metric = cfg.training.early_stop_metric;
     double v = metric_value(r, metric);

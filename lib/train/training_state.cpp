@@ -1,11 +1,41 @@
 #include "train/training_state.h"
 
 #include <ATen/CPUGeneratorImpl.h>
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "core/torch_compat.h"
 
 namespace parla::train {
+
+namespace {
+
+torch::Tensor state_of(at::Generator gen) {
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  return gen.get_state();
+}
+
+// set_state wants a CPU byte tensor; an archive mapped onto a GPU hands its tensors back there.
+void set_state_of(at::Generator gen, const torch::Tensor& state) {
+  auto cpu = state.to(torch::kCPU).contiguous();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  gen.set_state(cpu);
+}
+
+}  // namespace
+
+GeneratorStates GeneratorStates::capture(const c10::Device& device) {
+  GeneratorStates s;
+  s.cpu = state_of(at::detail::getDefaultCPUGenerator());
+  if (device.is_cuda()) s.cuda = state_of(compat::default_generator(device));
+  return s;
+}
+
+void GeneratorStates::restore(const c10::Device& device) const {
+  if (cpu.defined()) set_state_of(at::detail::getDefaultCPUGenerator(), cpu);
+  if (device.is_cuda() && cuda.defined()) set_state_of(compat::default_generator(device), cuda);
+}
 
 nlohmann::json TrainingState::to_json() const {
   return {{"step", step},
@@ -41,18 +71,15 @@ TrainingState TrainingState::from_json(const nlohmann::json& j) {
   return s;
 }
 
-void TrainingState::save(torch::serialize::OutputArchive& archive) const {
+void TrainingState::save(torch::serialize::OutputArchive& archive, const c10::Device& device) const {
   archive.write("training_state", c10::IValue(to_json().dump()));
-  auto gen = at::detail::getDefaultCPUGenerator();
-  torch::Tensor rng;
-  {
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    rng = gen.get_state();
-  }
-  archive.write("torch_rng", rng);
+  const auto rng = GeneratorStates::capture(device);
+  archive.write("torch_rng", rng.cpu);
+  if (rng.cuda.defined()) archive.write("torch_cuda_rng", rng.cuda);
 }
 
-void TrainingState::load(torch::serialize::InputArchive& archive, const std::string& path) {
+void TrainingState::load(torch::serialize::InputArchive& archive, const std::string& path,
+                         const c10::Device& device) {
   c10::IValue v;
   torch::Tensor rng;
   if (!archive.try_read("training_state", v) || !v.isString() || !archive.try_read("torch_rng", rng))
@@ -63,9 +90,13 @@ void TrainingState::load(torch::serialize::InputArchive& archive, const std::str
   } catch (const nlohmann::json::exception& e) {
     throw DataError("'" + path + "': corrupt training state: " + e.what());
   }
-  auto gen = at::detail::getDefaultCPUGenerator();
-  std::lock_guard<std::mutex> lock(gen.mutex());
-  gen.set_state(rng);
+  GeneratorStates states;
+  states.cpu = rng;
+  if (device.is_cuda() && !archive.try_read("torch_cuda_rng", states.cuda))
+    spdlog::warn("'{}' holds no CUDA generator state (written on a CPU or by an older parla): training resumes on {} "
+                 "with fresh dropout masks, so it will not repeat an uninterrupted run exactly",
+                 path, device.str());
+  states.restore(device);
 }
 
 }  // namespace parla::train

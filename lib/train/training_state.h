@@ -2,13 +2,25 @@
 // Everything besides weights and optimizer moments that a resumed run needs to continue exactly where the
 // interrupted one stopped (Marian's training_state.h): the step, the data position (epoch and batches of that
 // epoch's seeded plan already consumed), the early-stopping bookkeeping, the cumulative time, and the state of
-// torch's CPU generator (dropout). Stored in checkpoints as JSON plus the generator's state tensor.
+// torch's default generators (dropout): the CPU one, and the GPU's when training on CUDA. Stored in checkpoints
+// as JSON plus the generators' state tensors.
 #include <cstdint>
+#include <string>
 
+#include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
 #include <torch/serialize/archive.h>
 
 namespace parla::train {
+
+// The states of the default generators a run on `device` draws from: the CPU's always, the GPU's when `device`
+// is CUDA (dropout on a GPU draws from the GPU's generator). Lets validation and resume leave the training's
+// random stream exactly where it was.
+struct GeneratorStates {
+  torch::Tensor cpu, cuda;  // CPU byte tensors; cuda undefined on the CPU
+  static GeneratorStates capture(const c10::Device& device);
+  void restore(const c10::Device& device) const;
+};
 
 struct TrainingState {
   int64_t step = 0;            // optimizer updates taken
@@ -28,10 +40,13 @@ struct TrainingState {
   nlohmann::json to_json() const;
   static TrainingState from_json(const nlohmann::json& j);
 
-  // Writes/reads "training_state" (JSON) and "torch_rng" (the default CPU generator's state).
-  void save(torch::serialize::OutputArchive& archive) const;
-  // Throws DataError when the archive lacks the state (not a training checkpoint).
-  void load(torch::serialize::InputArchive& archive, const std::string& path);
+  // Writes/reads "training_state" (JSON), "torch_rng" (the default CPU generator's state) and, when `device` is
+  // CUDA, "torch_cuda_rng" (that GPU's default generator), so that a resumed GPU run draws the same dropout masks.
+  void save(torch::serialize::OutputArchive& archive, const c10::Device& device) const;
+  // Throws DataError when the archive lacks the state (not a training checkpoint). A CUDA run resumed from a
+  // checkpoint without "torch_cuda_rng" (written on a CPU or before GPUs were supported) continues with a
+  // warning: its dropout masks differ from the interrupted run's.
+  void load(torch::serialize::InputArchive& archive, const std::string& path, const c10::Device& device);
 };
 
 }  // namespace parla::train

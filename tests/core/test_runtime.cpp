@@ -20,13 +20,3 @@ TEST_CASE("runtime: threads = N sets LibTorch's intra-op pool to N, and 0 means 
 TEST_CASE("runtime: the BLAS that LibTorch calls is OpenBLAS (tools/setup.sh installs it, reference BLAS is 40x slower)") {
   CHECK_THAT(parla::runtime::blas_name(), Catch::Matchers::StartsWith("OpenBLAS"));
 }
-
-TEST_CASE("runtime: asking for CUDA without a CUDA build is a config error, not a crash") {
-  parla::RuntimeConfig rc;
-  rc.device = "cuda";
-  if (torch::cuda::is_available()) {
-    CHECK_NOTHROW(parla::runtime::apply(rc));
-  } else {
-    CHECK_THROWS_AS(parla::runtime::apply(rc), parla::ConfigError);
-  }
-}

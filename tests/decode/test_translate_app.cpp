@@ -11,11 +11,14 @@
 #include <torch/torch.h>
 
 #include "core/config.h"
+#include "core/error.h"
+#include "decode/translator.h"
 #include "models/checkpoint.h"
 #include "models/factory.h"
 #include "models/tiny_config.h"
 #include "text/sentencepiece_training.h"
 #include "text/sentencepiece_vocab.h"
+#include "support/cuda.h"
 #include "support/run.h"
 #include "support/temp_dir.h"
 
@@ -186,4 +189,88 @@ TEST_CASE("parla-translate writes -o files atomically and refuses bad checkpoint
   auto bad_nbest = run("parla-translate", {"-m", f.checkpoint, "-b", "2", "--n-best", "3"}, f.input);
   CHECK(bad_nbest.exit_code == 2);
   CHECK(bad_nbest.err.find("n_best") != std::string::npos);
+}
+
+TEST_CASE("parla-translate refuses devices and precisions this machine cannot run, naming the flag or key",
+          "[translate_app]") {
+  auto& f = fixture();
+  auto refused = [&](std::vector<std::string> extra, const std::string& named) {
+    std::vector<std::string> args{"-m", f.checkpoint, "-i", f.input, "--threads", "1"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = run("parla-translate", args);
+    INFO(named << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK(r.err.find(named) != std::string::npos);
+    CHECK(r.out.empty());
+  };
+  refused({"--device", "cpu", "--precision", "fp16"}, "decoding.precision");  // no fp16 autocast on a CPU
+  refused({"--precision", "fp8"}, "decoding.precision");
+  refused({"--device", "gpu"}, "device");
+  const auto gpus = torch::cuda::is_available() ? torch::cuda::device_count() : 0;
+  if (gpus == 0) {
+    refused({"--device", "cuda"}, "--device");
+    refused({"--set", "runtime.device=cuda"}, "runtime.device");
+  }
+  if (gpus < 4) refused({"--device", "cuda:3"}, "--device");
+}
+
+// [!mayfail] until nn/masked_softmax handles bf16 scores: it fills blocked positions with float's lowest, which
+// overflows bfloat16 ("value cannot be converted to type at::BFloat16 without overflow"). Mixed precision there
+// is a colleague's change in progress; drop the tag with it.
+TEST_CASE("parla-translate in bf16 on the CPU translates every line", "[translate_app][!mayfail]") {
+  auto& f = fixture();
+  auto r = run("parla-translate", {"-m", f.checkpoint, "-i", f.input, "-b", "2", "--precision", "bf16",
+                                   "--max-input-length", "40", "--threads", "1"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(split_lines(r.out).size() == f.input_lines);
+}
+
+TEST_CASE("a translator resolves decoding.precision for its device and names the output it cannot write",
+          "[translate_app]") {
+  auto& f = fixture();
+  parla::DecodingConfig cfg;
+  cfg.beam_size = 2;
+  cfg.max_input_length = 40;
+  auto t = parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU);
+  CHECK(t.device().is_cpu());
+  CHECK(t.precision() == torch::kFloat);
+  cfg.precision = "bf16";
+  CHECK(parla::decode::Translator::load({f.checkpoint}, cfg, 1).precision() == torch::kBFloat16);
+  cfg.precision = "fp16";
+  CHECK_THROWS_WITH(parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU),
+                    Catch::Contains("decoding.precision"));
+
+  std::istringstream in("the house is small\n");
+  std::ostringstream broken;
+  broken.setstate(std::ios::badbit);  // as a full disk leaves a stream
+  CHECK_THROWS_AS(t.translate_stream(in, broken, "file out.txt"), parla::IoError);
+  std::istringstream again("the house is small\n");
+  CHECK_THROWS_WITH(t.translate_stream(again, broken, "file out.txt"), Catch::Contains("out.txt"));
+}
+
+TEST_CASE("parla-translate on a GPU gives the CPU's translations", "[translate_app][cuda]") {
+  PARLA_REQUIRE_CUDA();
+  auto& f = fixture();
+  std::vector<std::string> args{"-m", f.checkpoint, "-i", f.input, "-b", "3", "--max-input-length", "40"};
+  auto cpu_args = args, gpu_args = args;
+  cpu_args.insert(cpu_args.end(), {"--device", "cpu"});
+  gpu_args.insert(gpu_args.end(), {"--device", "cuda"});
+  auto cpu = run("parla-translate", cpu_args), gpu = run("parla-translate", gpu_args);
+  INFO(gpu.err);
+  REQUIRE(cpu.exit_code == 0);
+  REQUIRE(gpu.exit_code == 0);
+  auto a = split_lines(cpu.out), b = split_lines(gpu.out);
+  REQUIRE(b.size() == a.size());
+  size_t same = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    if (a[i] == b[i]) ++same;
+    else WARN("line " << i + 1 << " differs: cpu '" << a[i] << "', gpu '" << b[i] << "'");
+  }
+  CHECK(static_cast<double>(same) >= 0.95 * static_cast<double>(a.size()));
+  // A GPU that does not exist is refused with exit 2 naming the flag.
+  auto past = run("parla-translate", {"-m", f.checkpoint, "-i", f.input, "--device",
+                                      "cuda:" + std::to_string(torch::cuda::device_count())});
+  CHECK(past.exit_code == 2);
+  CHECK(past.err.find("--device") != std::string::npos);
 }

@@ -12,6 +12,7 @@
 #include "models/checkpoint.h"
 #include "models/factory.h"
 #include "models/tiny_config.h"
+#include "support/cuda.h"
 #include "support/temp_dir.h"
 
 using namespace parla::models;
@@ -134,4 +135,88 @@ TEST_CASE("saving into a folder that does not exist is an IoError and leaves not
   auto cfg = parla::testing::tiny_transformer();
   auto model = build_seq2seq(cfg, 20, 20);
   CHECK_THROWS_AS(save_checkpoint("/nonexistent-parla-dir/x.pt", *model, meta_for(cfg)), parla::IoError);
+}
+
+TEST_CASE("the checkpoint in ../shared/models, written before tensors followed the device, still loads") {
+  const std::string path = std::string(PARLA_SHARED_DIR) + "/models/multi30k-en-de-small/average.pt";
+  auto loaded = load_seq2seq(path, torch::kCPU);
+  // Reference: ../shared/models/README.md (3+3 layers, d_model 256, 7.58M parameters, SentencePiece inside).
+  int64_t n = 0;
+  for (const auto& p : loaded.model->parameters()) {
+    n += p.numel();
+    CHECK(p.device().is_cpu());
+  }
+  CHECK(n >= 7575000);
+  CHECK(n < 7585000);
+  CHECK(loaded.meta.config["model"]["d_model"] == 256);
+  CHECK(!loaded.meta.src_spm.empty());
+  auto out = outputs(*loaded.model);
+  CHECK(torch::isfinite(out).all().item<bool>());
+}
+
+TEST_CASE("tensors read through load_weights land on the model's device") {
+  TempDir dir("checkpoint-device");
+  torch::manual_seed(4);
+  auto model = build_seq2seq(parla::testing::tiny_transformer(), 20, 24);
+  auto path = dir.file("m.pt");
+  auto extra = torch::arange(6, torch::kFloat);
+  save_checkpoint(path, *model, meta_for(parla::testing::tiny_transformer()),
+                  [&](torch::serialize::OutputArchive& a) { a.write("extra", extra); });
+  auto target = build_seq2seq(parla::testing::tiny_transformer(), 20, 24);
+  torch::Tensor read;
+  load_weights(path, *target, [&](torch::serialize::InputArchive& a) { a.read("extra", read); });
+  CHECK(read.device() == target->parameters().front().device());
+  CHECK(torch::equal(read, extra));
+  CHECK(outputs(*target).equal(outputs(*model)));
+}
+
+TEST_CASE("a checkpoint saved from a GPU loads on the CPU and one saved from the CPU loads on a GPU, identically",
+          "[cuda]") {
+  PARLA_REQUIRE_CUDA();
+  TempDir dir("checkpoint-cuda");
+  torch::manual_seed(6);
+  const torch::Device gpu(torch::kCUDA, 0);
+  for (auto cfg : {parla::testing::tiny_transformer(), parla::testing::tiny_rnn()}) {
+    INFO(cfg.type);
+    auto model = build_seq2seq(cfg, 20, 24);
+    auto cpu_path = dir.file(cfg.type + "-cpu.pt"), gpu_path = dir.file(cfg.type + "-gpu.pt");
+    save_checkpoint(cpu_path, *model, meta_for(cfg));
+    model->to(gpu);
+    save_checkpoint(gpu_path, *model, meta_for(cfg),
+                    [&](torch::serialize::OutputArchive& a) { a.write("moment", torch::ones({3}, gpu)); });
+
+    auto on_cpu = load_seq2seq(gpu_path, torch::kCPU);
+    auto on_gpu = load_seq2seq(cpu_path, gpu);
+    CHECK(on_cpu.meta.src_spm == meta_for(cfg).src_spm);  // the byte tensors come back through the host
+    CHECK(on_gpu.meta.src_spm == meta_for(cfg).src_spm);
+    auto reference = model->named_parameters();
+    auto a = on_cpu.model->named_parameters(), b = on_gpu.model->named_parameters();
+    REQUIRE(a.size() == reference.size());
+    for (const auto& p : reference) {
+      CHECK(a[p.key()].device().is_cpu());
+      CHECK(b[p.key()].device() == gpu);
+      CHECK(torch::equal(a[p.key()], p.value().cpu()));
+      CHECK(torch::equal(b[p.key()].cpu(), p.value().cpu()));
+    }
+    // A CPU model reading a GPU-written archive gets the extra tensors on the CPU (the trainer's optimizer state).
+    auto cpu_model = build_seq2seq(cfg, 20, 24);
+    torch::Tensor moment;
+    load_weights(gpu_path, *cpu_model, [&](torch::serialize::InputArchive& ar) { ar.read("moment", moment); });
+    CHECK(moment.device().is_cpu());
+    CHECK(torch::equal(moment, torch::ones({3})));
+  }
+}
+
+TEST_CASE("the checkpoint in ../shared/models gives the CPU's outputs on a GPU", "[cuda]") {
+  PARLA_REQUIRE_CUDA();
+  at::globalContext().setAllowTF32CuBLAS(false);
+  const std::string path = std::string(PARLA_SHARED_DIR) + "/models/multi30k-en-de-small/average.pt";
+  auto cpu = load_seq2seq(path, torch::kCPU);
+  auto gpu = load_seq2seq(path, torch::Device(torch::kCUDA, 0));
+  torch::NoGradGuard g;
+  auto src = torch::tensor({5, 9, 7, 3, 6, 8, 3, 0}, torch::kLong).view({2, 4});
+  auto tgt = torch::tensor({2, 5, 6, 2, 7, 8}, torch::kLong).view({2, 3});
+  auto a = cpu.model->forward(src, tgt);
+  auto b = gpu.model->forward(src.cuda(), tgt.cuda()).cpu();
+  CHECK((a - b).abs().max().item<double>() < 1e-3);
 }

@@ -7,6 +7,8 @@
 #include "models/factory.h"
 #include "models/transformer.h"
 #include "models/tiny_config.h"
+#include "core/runtime_device.h"
+#include "support/cuda.h"
 
 using namespace parla::models;
 using parla::testing::tiny_transformer;
@@ -231,4 +233,69 @@ TEST_CASE("forward and backward produce logits of the target vocabulary and grad
     INFO(p.key());
     CHECK(p.value().grad().defined());
   }
+}
+
+TEST_CASE("a transformer on a GPU computes the CPU's outputs and gradients (fp32) and close outputs (bf16)", "[cuda]") {
+  PARLA_REQUIRE_CUDA();
+  at::globalContext().setAllowTF32CuBLAS(false);  // TF32 matmuls would differ from the CPU by ~1e-3
+  at::globalContext().setAllowTF32CuDNN(false);
+  const torch::Device gpu(torch::kCUDA, 0);
+  auto tgt_in = torch::tensor({2, 5, 6, 7, 8, 2, 10, 11, 12, 0}, torch::kLong).view({2, 5});
+  for (std::string positions : {"sinusoidal", "learned"}) {
+    INFO(positions);
+    torch::manual_seed(7);
+    auto cfg = tiny_transformer();
+    cfg.dropout = 0;
+    cfg.positions = positions;
+    auto cpu = build_seq2seq(cfg, 20, 24);
+    auto gpu_model = build_seq2seq(cfg, 20, 24);
+    {
+      torch::NoGradGuard g;
+      auto from = cpu->parameters(), to = gpu_model->parameters();
+      for (size_t i = 0; i < from.size(); ++i) to[i].copy_(from[i]);
+    }
+    gpu_model->to(gpu);
+    auto loss_of = [&](Seq2SeqModel& m, const torch::Device& d) {
+      auto logits = m.forward(sample_src().to(d), tgt_in.to(d));
+      return std::make_pair(logits, torch::log_softmax(logits, -1).select(-1, 3).sum());
+    };
+    auto [cpu_logits, cpu_loss] = loss_of(*cpu, torch::kCPU);
+    auto [gpu_logits, gpu_loss] = loss_of(*gpu_model, gpu);
+    CHECK(gpu_logits.device() == gpu);
+    CHECK(max_abs_diff(cpu_logits, gpu_logits.cpu()) < 1e-4);
+    cpu_loss.backward();
+    gpu_loss.backward();
+    auto a = cpu->named_parameters(), b = gpu_model->named_parameters();
+    for (const auto& p : a) {
+      INFO(p.key());
+      REQUIRE(b[p.key()].grad().defined());
+      CHECK(max_abs_diff(p.value().grad(), b[p.key()].grad().cpu()) < 1e-4);
+    }
+  }
+}
+
+// [!mayfail] until nn/masked_softmax handles bf16 scores (it fills blocked positions with float's lowest, which
+// overflows bfloat16); that mixed-precision change is in progress elsewhere. Drop the tag with it.
+TEST_CASE("a transformer under bf16 autocast on a GPU gives the fp32 CPU outputs within bf16 precision",
+          "[cuda][!mayfail]") {
+  PARLA_REQUIRE_CUDA();
+  at::globalContext().setAllowTF32CuBLAS(false);
+  const torch::Device gpu(torch::kCUDA, 0);
+  auto tgt_in = torch::tensor({2, 5, 6, 7, 8, 2, 10, 11, 12, 0}, torch::kLong).view({2, 5});
+  torch::manual_seed(8);
+  auto cfg = tiny_transformer();
+  cfg.dropout = 0;
+  auto model = build_seq2seq(cfg, 20, 24);
+  model->eval();
+  torch::NoGradGuard g;
+  auto reference = model->forward(sample_src(), tgt_in);
+  model->to(gpu);
+  torch::Tensor bf16;
+  {
+    parla::runtime::AutocastScope autocast(gpu, parla::runtime::resolve_precision("bf16", gpu, "test"));
+    bf16 = model->forward(sample_src().to(gpu), tgt_in.to(gpu)).to(torch::kFloat).cpu();
+  }
+  // bfloat16 keeps 8 bits of mantissa (relative error 2^-8 per rounding); a few roundings per layer on logits
+  // of magnitude ~3 stay well inside 0.1.
+  CHECK(max_abs_diff(reference, bf16) < 0.1);
 }

@@ -9,12 +9,13 @@
 #include "nn/embedding.h"
 #include "nn/feed_forward.h"
 #include "nn/positional_encoding.h"
+#include "support/cuda.h"
 
 using namespace parla::nn;
 
 TEST_CASE("sinusoidal positions follow PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)") {
   PositionalEncoding pe("sinusoidal", 0, 6);
-  auto t = pe->forward(4, 3);  // positions 3..6
+  auto t = pe->forward(4, 3, torch::kFloat);  // positions 3..6
   for (int p = 0; p < 4; ++p)
     for (int i = 0; i < 3; ++i) {
       double angle = (p + 3) / std::pow(10000.0, 2.0 * i / 6.0);
@@ -22,13 +23,37 @@ TEST_CASE("sinusoidal positions follow PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE
       CHECK(t[p][2 * i + 1].item<double>() == Approx(std::cos(angle)).margin(1e-6));
     }
   CHECK(pe->max_positions() == INT64_MAX);
-  CHECK(pe->forward(2, 5000).size(0) == 2);  // unlimited: grows on demand
+  CHECK(pe->forward(2, 5000, torch::kFloat).size(0) == 2);  // unlimited: grows on demand
+}
+
+TEST_CASE("sinusoidal positions come in the dtype asked for, with the float table's values, and are never saved") {
+  PositionalEncoding pe("sinusoidal", 0, 6);
+  auto f = pe->forward(5, 2, torch::kFloat);
+  auto d = pe->forward(5, 2, torch::kDouble);
+  CHECK(f.scalar_type() == torch::kFloat);
+  CHECK(d.scalar_type() == torch::kDouble);
+  CHECK(d.device().is_cpu());
+  // Reference: the free function's table (rows 2..6), rounded to float once.
+  CHECK(torch::equal(f, sinusoidal_table(5, 6, 2)));
+  CHECK(torch::equal(d, sinusoidal_table(5, 6, 2).to(torch::kDouble)));
+  CHECK(pe->forward(5, 2, torch::kFloat).scalar_type() == torch::kFloat);  // the cache follows the request back
+  // No buffer and no parameter: checkpoints written before positions followed the device have no such entry.
+  CHECK(pe->buffers().empty());
+  CHECK(pe->parameters().empty());
+}
+
+TEST_CASE("sinusoidal positions on a GPU equal the CPU's exactly", "[cuda]") {
+  PARLA_REQUIRE_CUDA();
+  PositionalEncoding pe("sinusoidal", 0, 8);
+  auto gpu = pe->forward(7, 300, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat));
+  CHECK(gpu.device().is_cuda());
+  CHECK(torch::equal(gpu.cpu(), pe->forward(7, 300, torch::kFloat)));
 }
 
 TEST_CASE("learned positions reject sequences longer than max_positions with a DataError") {
   PositionalEncoding pe("learned", 8, 4);
-  CHECK(pe->forward(8, 0).sizes() == torch::IntArrayRef({8, 4}));
-  CHECK_THROWS_AS(pe->forward(3, 6), parla::DataError);
+  CHECK(pe->forward(8, 0, torch::kFloat).sizes() == torch::IntArrayRef({8, 4}));
+  CHECK_THROWS_AS(pe->forward(3, 6, torch::kFloat), parla::DataError);
 }
 
 TEST_CASE("feed-forward computes act(x W1 + b1) W2 + b2 for relu and gelu") {

@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "models/checkpoint.h"
 #include "models/factory.h"
+#include "support/cuda.h"
 #include "support/temp_dir.h"
 #include "train/checkpoint_average.h"
 
@@ -130,4 +131,34 @@ TEST_CASE("the last N numbered checkpoints are chosen by step, oldest first", "[
   CHECK(parla::train::last_checkpoints(tmp.file(""), 3).size() == 3);
   REQUIRE_THROWS_AS(parla::train::last_checkpoints(tmp.file(""), 4), parla::DataError);
   REQUIRE_THROWS_AS(parla::train::last_checkpoints(tmp.file("nowhere"), 1), parla::DataError);
+}
+
+TEST_CASE("checkpoints written from a GPU average on the CPU to the mean of their weights",
+          "[checkpoint_average][cuda]") {
+  PARLA_REQUIRE_CUDA();
+  parla::testing::TempDir tmp("ckpt-avg-cuda");
+  std::vector<std::string> paths = {tmp.file("a.pt"), tmp.file("b.pt")};
+  std::vector<std::shared_ptr<parla::models::Seq2SeqModel>> models;
+  for (size_t i = 0; i < paths.size(); ++i) {
+    torch::manual_seed(10 + i);
+    auto model = parla::models::build_seq2seq(tiny_config().model, 20, 24);
+    model->to(torch::Device(torch::kCUDA, 0));
+    parla::models::ModelMeta meta;
+    meta.config = parla::config::to_json(tiny_config());
+    meta.info = {{"step", static_cast<int64_t>(i + 1)}};
+    parla::models::save_checkpoint(paths[i], *model, meta, [](torch::serialize::OutputArchive& a) {
+      a.write("optimizer_marker", torch::ones({3}, torch::Device(torch::kCUDA, 0)));
+    });
+    models.push_back(model);
+  }
+  const auto out = tmp.file("avg.pt");
+  parla::train::average_checkpoints(paths, out);
+  auto loaded = parla::models::load_seq2seq(out, torch::kCPU);
+  auto pa = models[0]->named_parameters(), pb = models[1]->named_parameters();
+  for (const auto& p : loaded.model->named_parameters()) {
+    INFO(p.key());
+    CHECK(p.value().device().is_cpu());
+    auto mean = ((pa[p.key()].cpu().to(torch::kDouble) + pb[p.key()].cpu().to(torch::kDouble)) / 2).to(torch::kFloat);
+    CHECK(torch::allclose(p.value(), mean, 0, 1e-7));
+  }
 }

@@ -9,6 +9,8 @@
 
 #include "core/error.h"
 #include "models/checkpoint.h"
+#include "support/cuda.h"
+#include "support/run.h"
 #include "toy_dataset.h"
 #include "train/shutdown_signal.h"
 #include "train/trainer.h"
@@ -206,4 +208,64 @@ TEST_CASE("early stopping ends training after `patience` validations without imp
   auto r = Trainer(cfg, {}).run();
   CHECK(r.stop_reason == "early_stopping");
   CHECK(r.steps <= 10);
+}
+
+TEST_CASE("on a GPU, a run interrupted and resumed gives exactly the losses of an uninterrupted run", "[cuda]") {
+  PARLA_REQUIRE_CUDA();
+  // Bit-exact repeats on a GPU need deterministic kernels (embedding backward otherwise sums with atomics).
+  setenv("CUBLAS_WORKSPACE_CONFIG", ":4096:8", 0);
+  at::globalContext().setDeterministicAlgorithms(true, /*warn_only=*/true);
+  auto data = parla::test::toy_dataset("resume-cuda");
+  Config full = parla::test::toy_config(data, "resume-cuda-full");
+  full.runtime.device = "cuda";
+  full.training.max_steps = 30;  // validations at 20 (CUDA generator saved and restored around them)
+  auto rf = Trainer(full, {}).run();
+
+  Config part = parla::test::toy_config(data, "resume-cuda-part");
+  part.runtime.device = "cuda";
+  part.training.max_steps = 13;
+  Trainer(part, {}).run();
+  auto meta_ok = parla::models::read_meta(part.training.save_dir + "/checkpoint_last.pt");
+  CHECK(meta_ok.info["step"] == 13);
+  part.training.max_steps = 30;
+  TrainerOptions o;
+  o.resume = part.training.save_dir + "/checkpoint_last.pt";
+  auto rp = Trainer(part, o).run();  // AdamW moments not on the GPU would make its step throw
+  CHECK(rp.losses.size() == 17);
+  auto lf = metric_losses(full.training.save_dir), lp = metric_losses(part.training.save_dir);
+  REQUIRE(lf.size() == 30);
+  CHECK(lp == lf);
+  at::globalContext().setDeterministicAlgorithms(false, false);
+}
+
+TEST_CASE("training with runtime.device cuda where no GPU is visible is a ConfigError naming the key") {
+  if (torch::cuda::is_available()) return;  // covered by the [cuda] tests there
+  auto data = parla::test::toy_dataset("no-gpu");
+  Config cfg = parla::test::toy_config(data, "no-gpu");
+  cfg.training.max_steps = 1;
+  cfg.runtime.device = "cuda";
+  CHECK_THROWS_AS(Trainer(cfg, {}), parla::ConfigError);
+  CHECK_THROWS_WITH(Trainer(cfg, {}), Catch::Contains("runtime.device"));
+}
+
+TEST_CASE("parla-train refuses a GPU it cannot use, and cuda:N in a data-parallel world, with exit 2 naming the key") {
+  auto data = parla::test::toy_dataset("device-app");
+  const std::string save = std::string(PARLA_TEST_TMP_DIR) + "/train/device-app";
+  const std::string train = std::string(PARLA_BIN_DIR) + "/parla-train";
+  const bool gpu = torch::cuda::is_available();
+  // Rank 0 of two: the device is refused before the rendezvous would wait for rank 1.
+  auto r = parla::testing::run("/usr/bin/env", {"WORLD_SIZE=2", "RANK=0", "LOCAL_RANK=0", "MASTER_ADDR=127.0.0.1",
+                                                "MASTER_PORT=29531", "PARLA_DIST_TIMEOUT=5", train, "--data", data,
+                                                "--save-dir", save, "--max-steps", "1", "--device", "cuda:0"});
+  INFO(r.err);
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("runtime.device") != std::string::npos);
+  if (gpu) CHECK(r.err.find("WORLD_SIZE") != std::string::npos);
+  if (!gpu) {
+    auto single = parla::testing::run(train, {"--data", data, "--save-dir", save, "--max-steps", "1", "--device",
+                                              "cuda", "--overwrite"});
+    INFO(single.err);
+    CHECK(single.exit_code == 2);
+    CHECK(single.err.find("runtime.device") != std::string::npos);
+  }
 }
