@@ -86,9 +86,27 @@ TEST_CASE("config: a value out of range names the key and the allowed range") {
 }
 
 TEST_CASE("config: a string outside its choices lists them and suggests the nearest") {
-  auto msg = config_error([] { ConfigBuilder().set_assignment("runtime.device=cpuu"); });
-  CHECK_THAT(msg, Contains("one of: cpu, cuda, auto"));
-  CHECK_THAT(msg, Contains("did you mean 'cpu'"));
+  auto msg = config_error([] { ConfigBuilder().set_assignment("decoding.precision=fp322"); });
+  CHECK_THAT(msg, Contains("one of: fp32, bf16, fp16"));
+  CHECK_THAT(msg, Contains("did you mean 'fp32'"));
+}
+
+TEST_CASE("config: runtime.device takes cpu, cuda, cuda:N or auto and names the key otherwise") {
+  for (const char* ok : {"cpu", "cuda", "cuda:0", "cuda:12", "auto"}) {
+    ConfigBuilder b;
+    b.set_assignment(std::string("runtime.device=") + ok);
+    CHECK(b.build().runtime.device == ok);
+  }
+  for (const char* bad : {"cpuu", "cuda:", "cuda:x", "cuda:-1", "gpu", "CUDA"}) {
+    auto msg = config_error([&] {
+      ConfigBuilder b;
+      b.set_assignment(std::string("runtime.device=") + bad);
+      b.build();
+    });
+    CHECK_THAT(msg, Contains("runtime.device"));
+    CHECK_THAT(msg, Contains(bad));
+    CHECK_THAT(msg, Contains("cpu, cuda, cuda:N or auto"));
+  }
 }
 
 TEST_CASE("config: a missing required key names the key and the file") {
