@@ -5,6 +5,7 @@
 
 #include <torch/serialize.h>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "train/dynamic_loss_scaler.h"
 
@@ -143,4 +144,14 @@ TEST_CASE(
   torch::serialize::InputArchive bad_in;
   bad_in.load_from(bad_bytes);
   CHECK_THROWS_WITH(s.load(bad_in, "bad.pt"), Catch::Contains("bad.pt") && Catch::Contains("loss_scaler"));
+}
+
+TEST_CASE("a minimum loss scale above the initial one is a config error naming both keys", "[loss_scaler]") {
+  parla::config::ConfigBuilder b;
+  b.merge(nlohmann::json::parse(R"({"training": {"loss_scale_init": 0.5, "min_loss_scale": 1}})"), "test");
+  CHECK_THROWS_AS(b.build(), parla::ConfigError);
+  CHECK_THROWS_WITH(b.build(),
+                    Catch::Contains("training.min_loss_scale") && Catch::Contains("training.loss_scale_init"));
+  b.merge(nlohmann::json::parse(R"({"training": {"min_loss_scale": 0.5}})"), "test");
+  CHECK(b.build().training.min_loss_scale == 0.5);  // equal is allowed: the first overflow is the one that stops
 }
