@@ -127,7 +127,11 @@ TEST_CASE("fp16 training on a GPU scales the loss dynamically, lowers the loss a
     c.training.precision = precision;
     c.training.max_steps = 120;
     c.training.valid_every = 60;
-    c.training.loss_scale_window = 20;  // several doublings (and the overflows they provoke) within the run
+    // A low start and a short window: the scale doubles 4 times in 120 updates (to 4096, below where this model's
+    // gradients, O(1) per weight, would overflow fp16), so the first update is never skipped and a resumed run
+    // must restore the scale and its window count to follow the same doublings.
+    c.training.loss_scale_init = 256;
+    c.training.loss_scale_window = 30;
     return c;
   };
   Config fp32 = gpu_config("fp16-gpu-ref", "fp32");
@@ -144,10 +148,14 @@ TEST_CASE("fp16 training on a GPU scales the loss dynamically, lowers the loss a
   CHECK(rf.losses.size() == static_cast<size_t>(120 + rf.overflow_steps));
   // The first update is computed from the same weights and batch as fp32's; fp16 keeps 11 significant bits
   // (relative rounding 2^-12), finer than bf16, so the bf16 test's bound holds with room.
-  if (std::isfinite(rf.losses[0])) CHECK(rf.losses[0] == Approx(ref.losses[0]).epsilon(kBf16Relative));
-  // The scale stays a power of two (halvings and doublings of 2^16) and is what the metrics report.
+  REQUIRE(std::isfinite(rf.losses[0]));
+  CHECK(rf.losses[0] == Approx(ref.losses[0]).epsilon(kBf16Relative));
+  CHECK(rf.losses[0] != ref.losses[0]);  // autocast did compute in fp16
+  // The scale stays a power of two (halvings and doublings of 2^8) and is what the metrics report; without
+  // overflows it doubled once per window: 256 * 2^(120/30).
   REQUIRE(rf.loss_scale > 0);
   CHECK(std::log2(rf.loss_scale) == std::round(std::log2(rf.loss_scale)));
+  if (rf.overflow_steps == 0) CHECK(rf.loss_scale == 4096);
   auto recs = train_records(full.training.save_dir);
   REQUIRE(recs.size() == 120);
   CHECK(recs.back()["loss_scale"].get<double>() == rf.loss_scale);
@@ -159,8 +167,9 @@ TEST_CASE("fp16 training on a GPU scales the loss dynamically, lowers the loss a
   }
   CHECK(last < first - 1.0);
 
-  // Interrupted at step 50 and resumed: the scale and its window count come back from the checkpoint, so the
-  // scale follows the uninterrupted run's. (Losses within 1e-4: cuBLAS may pick other kernels in a new process.)
+  // Interrupted at step 50 (scale 2^9, 20 of 30 updates towards the next doubling) and resumed: the scale and its
+  // window count come back from the checkpoint, so the scale follows the uninterrupted run's. (Losses within 1e-4:
+  // cuBLAS may pick other kernels in a new process.)
   Config part = gpu_config("fp16-gpu-part", "fp16");
   part.training.max_steps = 50;
   Trainer(part, {}).run();
