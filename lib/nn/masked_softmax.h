@@ -6,8 +6,9 @@ namespace parla::nn {
 
 // softmax over the last dimension of `scores` where `allowed` (bool, broadcastable to scores) is true;
 // disallowed positions get exactly zero weight. A row with no allowed position yields all zeros, never NaN
-// (and a zero, finite gradient): masked scores are set to the dtype's lowest finite value instead of -inf, so
-// such a row is a finite uniform softmax that the final fill zeroes. `allowed` may be undefined (no mask).
+// (and a zero, finite gradient): masked scores are set to the lowest finite value of the scores' own dtype
+// (fp16's -65504, not float's, so that half precision works) instead of -inf, so such a row is a finite uniform
+// softmax that the final fill zeroes. `allowed` may be undefined (no mask).
 torch::Tensor masked_softmax(const torch::Tensor& scores, const torch::Tensor& allowed);
 
 }  // namespace parla::nn

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "core/runtime_device.h"
 #include "models/bert_masking.h"
 #include "models/factory.h"
 #include "train/validator.h"
@@ -140,11 +141,14 @@ LossTerms BertPretrainingTask::loss(const data::Batch& batch) {
   auto labels = batch.mlm_labels.reshape({-1});
   auto chosen = labels.ne(models::kIgnoreIndex).nonzero().squeeze(1);
   auto out = model_->forward(batch.src, batch.segments, chosen);
-  auto mlm = torch::nn::functional::cross_entropy(
-      out.mlm_logits, labels.index_select(0, chosen),
-      torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
-  auto nsp = torch::nn::functional::cross_entropy(
-      out.nsp_logits, batch.nsp_labels, torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+  // The losses in fp32 whatever the autocast dtype (fairseq's log_softmax(x.float())): summed in bf16 they lose
+  // digits, and fp16 logits can overflow in the exponentials.
+  auto mlm =
+      torch::nn::functional::cross_entropy(out.mlm_logits.to(torch::kFloat), labels.index_select(0, chosen),
+                                           torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
+  auto nsp =
+      torch::nn::functional::cross_entropy(out.nsp_logits.to(torch::kFloat), batch.nsp_labels,
+                                           torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
   LossTerms t;
   t.sums = {mlm, nsp};
   t.counts = {static_cast<double>(chosen.size(0)), static_cast<double>(batch.sentences)};
@@ -158,7 +162,8 @@ ValidationResult BertPretrainingTask::validate(const torch::Device& device) {
   std::mt19937_64 rng(static_cast<uint64_t>(cfg_.runtime.seed) + 12345);
   std::vector<data::Batch> batches;
   for (const auto& ids : valid_plan_) batches.push_back(collate(valid_->src, valid_pairs_, ids, rng));
-  auto r = evaluate_loss(*this, batches, device);
+  auto r = evaluate_loss(*this, batches, device,
+                         runtime::resolve_precision(cfg_.training.precision, device, "training.precision"));
   torch::NoGradGuard no_grad;
   int64_t correct = 0, total = 0;
   for (const auto& b : batches) {

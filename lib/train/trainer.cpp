@@ -19,6 +19,7 @@
 #include "models/checkpoint.h"
 #include "train/bert_pretraining.h"
 #include "train/distributed.h"
+#include "train/dynamic_loss_scaler.h"
 #include "train/lr_schedule.h"
 #include "train/metrics_log.h"
 #include "train/shutdown_signal.h"
@@ -122,6 +123,10 @@ struct Trainer::Impl {
   std::shared_ptr<torch::nn::Module> model;
   std::unique_ptr<torch::optim::AdamW> optimizer;
   std::unique_ptr<LrSchedule> schedule;
+  // Autocast dtype of forward + loss (training.precision); parameters and optimizer state stay fp32 whatever it is.
+  c10::ScalarType precision = c10::ScalarType::Float;
+  // Used only when precision is fp16; its state travels in checkpoints as "loss_scaler".
+  DynamicLossScaler scaler{LossScalerOptions::from_config(cfg.training)};
   TrainingState state;
   MetricsLog metrics;
   std::string save_dir;
@@ -167,6 +172,7 @@ struct Trainer::Impl {
     ao.betas({t.adam_beta1, t.adam_beta2}).eps(t.adam_eps).weight_decay(t.weight_decay);
     optimizer = std::make_unique<torch::optim::AdamW>(model->parameters(), ao);
     schedule = std::make_unique<LrSchedule>(LrSchedule::from_config(t));
+    precision = runtime::resolve_precision(t.precision, device, "training.precision");
 
     if (!opts.resume.empty()) {
       resume_from(opts.resume);
@@ -219,6 +225,7 @@ struct Trainer::Impl {
       state.load(a, path, device);
       torch::serialize::InputArchive ts;
       if (a.try_read("task_state", ts)) task->load_state(ts);
+      scaler.load(a, path);  // absent (fp32/bf16 checkpoint): a fresh scaler
     });
     spdlog::info("resumed from '{}' at step {}, epoch {} (batch {} of the epoch)", path, state.step, state.epoch,
                  state.batch_in_epoch);
@@ -251,6 +258,7 @@ struct Trainer::Impl {
       torch::serialize::OutputArchive ts;
       task->save_state(ts);
       a.write("task_state", ts);
+      if (precision == c10::ScalarType::Half) scaler.save(a);
     });
     if (keep_numbered && cfg.training.keep_last > 0) {
       copy_atomically(last, save_dir + "/checkpoint_" + std::to_string(state.step) + ".pt");
@@ -338,6 +346,9 @@ struct Trainer::Impl {
     const int64_t start_step = state.step;
     int64_t update_index = 0;
     bool saved_at_step = false;
+    // fp16 needs dynamic loss scaling (its gradients underflow otherwise); bf16 has fp32's exponent range and
+    // does not (Kalamkar et al. 2019).
+    const bool loss_scaling = precision == c10::ScalarType::Half;
 
     // Interval figures for progress lines.
     double iv_loss = 0, iv_nll = 0, iv_count = 0, iv_tokens = 0;
@@ -398,17 +409,25 @@ struct Trainer::Impl {
       try {
         for (auto& cpu_batch : batches) {
           auto b = cpu_batch.to(device);
-          auto terms = task->loss(b);
           torch::Tensor total;
-          for (size_t i = 0; i < n_terms && i < terms.sums.size(); ++i) {
-            if (global[i] <= 0) continue;
-            auto part = terms.sums[i] / global[i];
-            total = total.defined() ? total + part : part;
-            local_sums[i] += terms.sums[i].item<double>();
+          {
+            // Mixed precision (Micikevicius et al. 2018, Sec. 3): autocast runs the forward pass and the loss in
+            // bf16/fp16 where that is safe; the parameters (fp32 master weights) are cast per use, so the
+            // backward pass, outside the scope, accumulates fp32 gradients for an fp32 optimizer.
+            runtime::AutocastScope autocast(device, precision);
+            auto terms = task->loss(b);
+            for (size_t i = 0; i < n_terms && i < terms.sums.size(); ++i) {
+              if (global[i] <= 0) continue;
+              auto part = terms.sums[i] / global[i];
+              total = total.defined() ? total + part : part;
+              local_sums[i] += terms.sums[i].item<double>();
+            }
+            local_nll += terms.nll;
           }
-          local_nll += terms.nll;
           if (!total.defined()) continue;
           if (poison) total = total * std::numeric_limits<double>::quiet_NaN();
+          // Loss scaling (ibid., Sec. 3.2): shifts small fp16 gradients into the representable range.
+          if (loss_scaling) total = total * scaler.scale();
           total.backward();
         }
       } catch (const c10::Error& e) {
@@ -423,6 +442,13 @@ struct Trainer::Impl {
                         ") and raise training.update_freq to keep the effective batch");
       }
       dp->all_reduce_gradients(*model);
+      if (loss_scaling) {
+        // Unscale before clipping, so clip_norm and the reported norm refer to the true gradient. The scale is a
+        // power of two: exact. Overflow shows as a non-finite norm below, without another host read.
+        const double inv_scale = 1.0 / scaler.scale();
+        for (auto& p : params)
+          if (p.grad().defined()) p.grad().mul_(inv_scale);
+      }
       std::vector<double> stats = local_sums;
       stats.push_back(local_nll);
       stats = dp->all_reduce_sum(stats);
@@ -438,7 +464,18 @@ struct Trainer::Impl {
       state.batch_in_epoch = end;
       ++update_index;
 
-      if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
+      if (loss_scaling && std::isfinite(loss) && !std::isfinite(grad_norm)) {
+        // A finite loss with non-finite gradients: the scale was too high for fp16, not a diverging model. Skip
+        // the update and halve the scale; not a bad step (fairseq, GradScaler). The scaler stops the run (a
+        // DataError) when the scale underflows.
+        optimizer->zero_grad();
+        const double was = scaler.scale();
+        scaler.update(false);
+        result.losses.push_back(std::numeric_limits<double>::quiet_NaN());
+        spdlog::info("step {}: fp16 gradients overflowed at loss scale {:g}: update skipped, scale now {:g} "
+                     "({} overflows in total)",
+                     state.step + 1, was, scaler.scale(), scaler.overflows());
+      } else if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
         optimizer->zero_grad();
         ++state.bad_steps;
         ++state.skipped_steps;
@@ -453,6 +490,7 @@ struct Trainer::Impl {
                           "checkpoint");
       } else {
         state.bad_steps = 0;
+        if (loss_scaling) scaler.update(true);
         const double lr = (*schedule)(state.step + 1);
         for (auto& g : optimizer->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
         optimizer->step();
@@ -484,21 +522,27 @@ struct Trainer::Impl {
         double lr = (*schedule)(state.step);
         if (master) {
           spdlog::info("step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | gnorm {:.3f} | {:.0f} tok/s | "
-                       "elapsed {}{}",
+                       "elapsed {}{}{}",
                        state.step, state.epoch, mean_loss, std::exp(mean_nll), lr, grad_norm, tok_s,
                        Progress::format_duration(state.elapsed),
-                       std::isnan(eta) ? "" : " | ETA " + Progress::format_duration(eta));
-          metrics.write({{"type", "train"},
-                         {"step", state.step},
-                         {"epoch", state.epoch},
-                         {"loss", mean_loss},
-                         {"nll", mean_nll},
-                         {"perplexity", std::exp(mean_nll)},
-                         {"lr", lr},
-                         {"grad_norm", grad_norm},
-                         {"tokens_per_second", tok_s},
-                         {"elapsed", state.elapsed},
-                         {"skipped_steps", state.skipped_steps}});
+                       std::isnan(eta) ? "" : " | ETA " + Progress::format_duration(eta),
+                       loss_scaling ? fmt::format(" | loss scale {:g}", scaler.scale()) : "");
+          nlohmann::json record = {{"type", "train"},
+                                   {"step", state.step},
+                                   {"epoch", state.epoch},
+                                   {"loss", mean_loss},
+                                   {"nll", mean_nll},
+                                   {"perplexity", std::exp(mean_nll)},
+                                   {"lr", lr},
+                                   {"grad_norm", grad_norm},
+                                   {"tokens_per_second", tok_s},
+                                   {"elapsed", state.elapsed},
+                                   {"skipped_steps", state.skipped_steps}};
+          if (loss_scaling) {
+            record["loss_scale"] = scaler.scale();
+            record["overflow_steps"] = scaler.overflows();
+          }
+          metrics.write(record);
         }
         iv_loss = iv_nll = iv_count = iv_tokens = 0;
         iv_start = Clock::now();
@@ -550,6 +594,10 @@ struct Trainer::Impl {
     result.steps = state.step;
     result.epoch = state.epoch;
     result.skipped_steps = state.skipped_steps;
+    if (loss_scaling) {
+      result.overflow_steps = scaler.overflows();
+      result.loss_scale = scaler.scale();
+    }
     return result;
   }
 };

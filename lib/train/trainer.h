@@ -2,8 +2,8 @@
 // The training loop of parla-train (fairseq's train.py / Marian's training/graph_group + scheduler in one place):
 // token-budget batches reshuffled each epoch from the seed, gradient accumulation over update_freq batches,
 // data-parallel gradient summation (train/distributed.h), AdamW with a warm-up schedule, gradient clipping,
-// NaN/inf skipping, validation with early stopping, atomic checkpoints (last K, last, best) that resume exactly,
-// progress lines on stderr and a metrics JSON-lines file.
+// NaN/inf skipping, mixed precision (bf16/fp16 autocast, fp16 dynamic loss scaling), validation with early stopping,
+// atomic checkpoints (last K, last, best) that resume exactly, progress lines on stderr and a metrics JSON-lines file.
 //
 // Normalisation: each loss term is a SUM over items, divided by its item count over the whole update (every
 // accumulated batch on every rank, one all-reduce of the counts before the forward passes). Summing the ranks'
@@ -35,7 +35,9 @@ struct TrainerOptions {
 struct TrainResult {
   int64_t steps = 0;            // optimizer updates taken in total
   int64_t epoch = 0;
-  int64_t skipped_steps = 0;
+  int64_t skipped_steps = 0;    // updates skipped for a NaN/inf loss or gradient (fp16 overflows excepted)
+  int64_t overflow_steps = 0;   // fp16: updates skipped because the loss scale overflowed (0 otherwise)
+  double loss_scale = 0;        // fp16: the dynamic loss scale at the end (0 otherwise)
   std::string stop_reason;      // max_steps, max_epochs, max_time, early_stopping, signal
   int signal = 0;               // the signal that stopped training, 0 otherwise
   std::vector<double> losses;   // per update of this run: training loss per item (NaN for skipped updates)

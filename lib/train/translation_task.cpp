@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "core/runtime_device.h"
 #include "models/bert.h"
 #include "models/checkpoint.h"
 #include "models/factory.h"
@@ -73,7 +74,8 @@ LossTerms TranslationTask::loss(const data::Batch& batch) {
 
 ValidationResult TranslationTask::validate(const torch::Device& device) {
   model_->eval();
-  ValidationResult r = evaluate_loss(*this, valid_batches_, device);
+  ValidationResult r = evaluate_loss(*this, valid_batches_, device,
+                                     runtime::resolve_precision(cfg_.training.precision, device, "training.precision"));
   if (cfg_.training.valid_bleu && !valid_ids_.empty()) {
     auto options = decode::SearchOptions::from_config(cfg_.decoding);
     options.beam_size = cfg_.training.valid_beam_size;

@@ -8,13 +8,16 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "core/runtime_device.h"
 #include "decode/search.h"
 #include "metrics/bleu.h"
 
 namespace parla::train {
 
-ValidationResult evaluate_loss(Task& task, const std::vector<data::Batch>& batches, const torch::Device& device) {
+ValidationResult evaluate_loss(Task& task, const std::vector<data::Batch>& batches, const torch::Device& device,
+                               c10::ScalarType precision) {
   torch::NoGradGuard no_grad;
+  runtime::AutocastScope autocast(device, precision);
   std::vector<double> sums, counts;
   double nll = 0;
   ValidationResult r;

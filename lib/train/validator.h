@@ -16,8 +16,10 @@
 
 namespace parla::train {
 
-// Sums the task's loss terms over `batches` (no gradients; the model must already be in eval mode).
-ValidationResult evaluate_loss(Task& task, const std::vector<data::Batch>& batches, const torch::Device& device);
+// Sums the task's loss terms over `batches` (no gradients; the model must already be in eval mode), under the
+// training's autocast `precision` (runtime::resolve_precision of training.precision), as the training loss was.
+ValidationResult evaluate_loss(Task& task, const std::vector<data::Batch>& batches, const torch::Device& device,
+                               c10::ScalarType precision = c10::ScalarType::Float);
 
 // Decodes sentences `ids` of `src` (sorted by length into batches of at most `batch_tokens` source tokens) and
 // returns the detokenized translations in the order of `ids`.

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cmath>
+#include <cstdio>
 #include <functional>
 #include <vector>
 
@@ -158,6 +159,66 @@ TEST_CASE("masked softmax gives masked positions exactly zero weight and fully m
   (w * torch::randn({3, 5})).sum().backward();
   CHECK(torch::isfinite(scores.grad()).all().item<bool>());
   CHECK(scores.grad()[1].eq(0).all().item<bool>());
+}
+
+// Masked softmax in a reduced-precision dtype against the double-precision formula applied to the same (rounded)
+// scores: weights within one unit in the last place at 1.0 (`eps`, the gap above 1: 2^-7 for bf16, 2^-10 for
+// fp16), gradients dL/ds_j = w_j (g_j - sum_k w_k g_k) within 4 eps (|g| <= ~3 and one rounding per product).
+// Row 1 is fully masked; row 3 has allowed scores near fp16's largest (65504), so the masked fill minus the row
+// maximum is beyond the dtype's range.
+namespace {
+
+void check_reduced_precision_masked_softmax(torch::ScalarType dtype, torch::Device device, double eps) {
+  torch::manual_seed(6);
+  auto scores = torch::randn({4, 6}, torch::kFloat) * 4;
+  scores[3] = torch::tensor({60000.f, 59990.f, 1.f, -60000.f, 0.f, 59995.f});
+  auto allowed = torch::tensor({1, 1, 0, 1, 0, 1,  0, 0, 0, 0, 0, 0,  1, 1, 1, 1, 1, 1,  1, 1, 0, 1, 0, 0},
+                               torch::kBool)
+                     .view({4, 6});
+  auto low = scores.to(dtype).to(device).requires_grad_(true);
+  auto w = masked_softmax(low, allowed.to(device));
+  REQUIRE(w.scalar_type() == dtype);
+  auto g = torch::randn({4, 6}, torch::kFloat);
+  (w.to(torch::kFloat) * g.to(device)).sum().backward();
+  auto wc = w.detach().to(torch::kCPU).to(torch::kDouble);
+  auto gradc = low.grad().to(torch::kCPU).to(torch::kDouble);
+  auto rounded = low.detach().to(torch::kCPU).to(torch::kDouble);
+  CHECK(torch::isfinite(wc).all().item<bool>());
+  CHECK(torch::isfinite(gradc).all().item<bool>());
+  for (int i = 0; i < 4; ++i) {
+    std::vector<double> si(6), gi(6);
+    std::vector<bool> ok(6);
+    for (int j = 0; j < 6; ++j) {
+      si[j] = rounded[i][j].item<double>();
+      gi[j] = g[i][j].item<double>();
+      ok[j] = allowed[i][j].item<bool>();
+    }
+    auto ref = naive_softmax(si, ok);
+    double wg = 0;
+    for (int j = 0; j < 6; ++j) wg += ref[j] * gi[j];
+    for (int j = 0; j < 6; ++j) {
+      INFO("row " << i << ", column " << j);
+      if (!ok[j]) CHECK(wc[i][j].item<double>() == 0.0);  // exactly zero, fully masked row included
+      CHECK(wc[i][j].item<double>() == Approx(ref[j]).margin(eps));
+      CHECK(gradc[i][j].item<double>() == Approx(ok[j] ? ref[j] * (gi[j] - wg) : 0.0).margin(4 * eps));
+    }
+  }
+  CHECK(gradc[1].eq(0).all().item<bool>());
+}
+
+}  // namespace
+
+TEST_CASE("masked softmax in bfloat16 matches the formula within bf16 rounding, with zero rows, never NaN") {
+  check_reduced_precision_masked_softmax(torch::kBFloat16, torch::kCPU, std::ldexp(1.0, -7));
+}
+
+TEST_CASE("masked softmax in float16 on a GPU matches the formula within fp16 rounding, never NaN", "[cuda]") {
+  if (!torch::cuda::is_available()) {
+    std::puts("PARLA-SKIP: needs a CUDA device");
+    return;
+  }
+  check_reduced_precision_masked_softmax(torch::kHalf, torch::Device(torch::kCUDA, 0), std::ldexp(1.0, -10));
+  check_reduced_precision_masked_softmax(torch::kBFloat16, torch::Device(torch::kCUDA, 0), std::ldexp(1.0, -7));
 }
 
 TEST_CASE("multi-head self-attention with a padding mask equals a naive per-head loop in double precision") {

@@ -50,6 +50,17 @@ const config::SectionSchema<TrainingConfig>& TrainingConfig::schema() {
           "master weights and optimizer state. fp16 needs a CUDA device and uses dynamic loss scaling (overflowing "
           "updates are skipped and halve the scale); bf16 runs on CPUs and GPUs with compute capability >= 8.0.",
           one_of({"fp32", "bf16", "fp16"}));
+    s.add("loss_scale_init", &TrainingConfig::loss_scale_init,
+          "fp16 only: initial dynamic loss scale (the loss is multiplied by it before the backward pass and the "
+          "gradients divided by it before clipping; Micikevicius et al. 2018). A power of two keeps scaling exact.",
+          greater_than(0));
+    s.add("loss_scale_window", &TrainingConfig::loss_scale_window,
+          "fp16 only: the loss scale doubles after this many consecutive updates without overflow; an overflowing "
+          "update is skipped (not counted in max_bad_steps) and halves it.",
+          at_least(1));
+    s.add("min_loss_scale", &TrainingConfig::min_loss_scale,
+          "fp16 only: training stops with an error when an overflow would halve the loss scale below this value.",
+          greater_than(0));
     s.add("max_bad_steps", &TrainingConfig::max_bad_steps,
           "A NaN/inf loss skips the update; after this many in a row training stops.", at_least(1));
     s.add("valid_every", &TrainingConfig::valid_every,
@@ -80,6 +91,9 @@ const config::SectionSchema<TrainingConfig>& TrainingConfig::schema() {
     s.on_finalize([](TrainingConfig& t, const std::set<std::string>&) {
       if (t.schedule == "cosine" && t.max_steps == 0)
         throw ConfigError("training.schedule 'cosine' needs training.max_steps > 0 (the step where it ends)");
+      if (t.min_loss_scale > t.loss_scale_init)
+        throw ConfigError("training.min_loss_scale (" + std::to_string(t.min_loss_scale) +
+                          ") is above training.loss_scale_init (" + std::to_string(t.loss_scale_init) + ")");
       if (t.min_lr > t.lr)
         throw ConfigError("training.min_lr (" + std::to_string(t.min_lr) + ") is above training.lr (" +
                           std::to_string(t.lr) + ")");

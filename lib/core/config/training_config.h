@@ -36,6 +36,10 @@ struct TrainingConfig {
   int patience = 0;                // validations without improvement before stopping (0 = off)
   int max_bad_steps = 10;          // consecutive NaN/inf losses before training stops
   std::string precision = "fp32";  // fp32, bf16 or fp16 (CUDA, dynamic loss scaling): autocast around forward + loss
+  // fp16 dynamic loss scaling (Micikevicius et al. 2018; fairseq's defaults).
+  double loss_scale_init = 65536.0;  // initial loss scale, 2^16
+  int64_t loss_scale_window = 2000;  // consecutive finite updates before the scale doubles
+  double min_loss_scale = 1e-4;      // an overflow that would halve the scale below this stops training
 
   // Validation.
   int64_t valid_every = 1000;      // steps between validations (0 = only at the end)
