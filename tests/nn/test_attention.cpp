@@ -13,6 +13,7 @@
 #include "nn/linear_attention.h"
 #include "nn/masked_softmax.h"
 #include "nn/multi_head_attention.h"
+#include "support/cuda.h"
 
 using namespace parla::nn;
 
@@ -213,10 +214,7 @@ TEST_CASE("masked softmax in bfloat16 matches the formula within bf16 rounding, 
 }
 
 TEST_CASE("masked softmax in float16 on a GPU matches the formula within fp16 rounding, never NaN", "[cuda]") {
-  if (!torch::cuda::is_available()) {
-    std::puts("PARLA-SKIP: needs a CUDA device");
-    return;
-  }
+  PARLA_REQUIRE_CUDA();
   check_reduced_precision_masked_softmax(torch::kHalf, torch::Device(torch::kCUDA, 0), std::ldexp(1.0, -10));
   check_reduced_precision_masked_softmax(torch::kBFloat16, torch::Device(torch::kCUDA, 0), std::ldexp(1.0, -7));
 }

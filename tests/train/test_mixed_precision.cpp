@@ -14,6 +14,7 @@
 #include "support/run.h"
 #include "toy_dataset.h"
 #include "train/trainer.h"
+#include "support/cuda.h"
 
 using parla::Config;
 using parla::train::Trainer;
@@ -50,11 +51,7 @@ std::vector<nlohmann::json> train_records(const std::string& save_dir) {
 // tiny gradients).
 constexpr double kBf16Relative = 1.0 / 256;
 
-bool has_cuda() {
-  if (torch::cuda::is_available()) return true;
-  std::puts("PARLA-SKIP: needs a CUDA device");
-  return false;
-}
+bool has_cuda() { return parla::testing::cuda_or_skip(); }
 
 }  // namespace
 
