@@ -11,10 +11,10 @@
 
 #include "core/error.h"
 #include "models/factory.h"
+#include "support/cuda.h"
 #include "support/run.h"
 #include "toy_dataset.h"
 #include "train/trainer.h"
-#include "support/cuda.h"
 
 using parla::Config;
 using parla::train::Trainer;
