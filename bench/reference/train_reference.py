@@ -44,7 +44,10 @@ def smoothed_loss_sum(logits: torch.Tensor, target: torch.Tensor, epsilon: float
     check_reference.py). Under autocast cross_entropy runs in float32, as parla's .to(kFloat)."""
     V = logits.size(-1)
     s = epsilon * V / (V - 1) if V > 1 else 0.0
-    return F.cross_entropy(logits.reshape(-1, V).float(), target.reshape(-1), ignore_index=PAD_ID, reduction="sum",
+    x = logits.reshape(-1, V)
+    if x.dtype in (torch.bfloat16, torch.float16):
+        x = x.float()
+    return F.cross_entropy(x, target.reshape(-1), ignore_index=PAD_ID, reduction="sum",
                            label_smoothing=s)
 
 
