@@ -29,7 +29,7 @@ int main(int argc, char** argv) {
       "Example: parla-train -c config.json --data data/de-en -o runs/base --max-steps 100000",
       "parla-train");
   parla::app::add_config_flags(cli, flags);
-  std::string data_dir, save_dir, resume, device, init_encoder;
+  std::string data_dir, save_dir, resume, device, precision, init_encoder;
   int64_t max_steps = 0, seed = 0;
   int max_epochs = 0, threads = 0, batch_tokens = 0, update_freq = 0;
   double lr = 0, max_time = 0;
@@ -52,6 +52,8 @@ int main(int argc, char** argv) {
   cli.add_option("--seed", seed, "Random seed (runtime.seed)");
   cli.add_option("--threads", threads, "Compute threads, 0 = all cores (runtime.threads)");
   cli.add_option("--device", device, "cpu, cuda, cuda:N or auto (runtime.device)");
+  cli.add_option("--precision", precision,
+                 "fp32, bf16 or fp16 (CUDA; dynamic loss scaling): autocast of forward and loss (training.precision)");
 
   // parla-train average -o OUT CKPT...
   std::string average_out;
@@ -85,6 +87,7 @@ int main(int argc, char** argv) {
     set_str("training.save_dir", save_dir, "--save-dir");
     set_str("training.init_encoder_from", init_encoder, "--init-encoder-from");
     set_str("runtime.device", device, "--device");
+    set_str("training.precision", precision, "--precision");
     parla::app::set_if_given(cli, builder, "--max-steps", "training.max_steps", max_steps);
     parla::app::set_if_given(cli, builder, "--max-epochs", "training.max_epochs", max_epochs);
     parla::app::set_if_given(cli, builder, "--max-time", "training.max_time", max_time);

@@ -100,17 +100,21 @@ TEST_CASE("fp16 training on a CPU is refused before training, naming training.pr
   CHECK_THROWS_WITH(Trainer(cfg, {}), Catch::Contains("training.precision") && Catch::Contains("bf16"));
 }
 
-TEST_CASE("parla-train --set training.precision=fp16 on a CPU exits with 2 and names the key", "[precision]") {
+TEST_CASE("parla-train with fp16 on a CPU (--set or --precision) exits with 2 and names the key", "[precision]") {
   auto data = parla::test::toy_dataset("fp16-cpu-app", 12);
   Config cfg = parla::test::toy_config(data, "fp16-cpu-app-run");
   std::string config_path = std::string(PARLA_TEST_TMP_DIR) + "/train/fp16-cpu-app.json";
   std::ofstream(config_path) << parla::config::to_json(cfg).dump(2);
-  auto r = parla::testing::run("parla-train", {"--config", config_path, "--device", "cpu", "--max-steps", "2", "--set",
-                                               "training.precision=fp16"});
-  INFO(r.err);
-  CHECK(r.exit_code == 2);
-  CHECK_THAT(r.err, Catch::Contains("training.precision") && Catch::Contains("fp16"));
-  CHECK_FALSE(fs::exists(cfg.training.save_dir + "/checkpoint_last.pt"));
+  for (std::vector<std::string> how : {std::vector<std::string>{"--set", "training.precision=fp16"},
+                                       std::vector<std::string>{"--precision", "fp16"}}) {
+    std::vector<std::string> args{"--config", config_path, "--device", "cpu", "--max-steps", "2"};
+    args.insert(args.end(), how.begin(), how.end());
+    auto r = parla::testing::run("parla-train", args);
+    INFO(how[0] << ": " << r.err);
+    CHECK(r.exit_code == 2);
+    CHECK_THAT(r.err, Catch::Contains("training.precision") && Catch::Contains("fp16"));
+    CHECK_FALSE(fs::exists(cfg.training.save_dir + "/checkpoint_last.pt"));
+  }
 }
 
 TEST_CASE("fp16 training on a GPU scales the loss dynamically, lowers the loss and resumes with its scale",
