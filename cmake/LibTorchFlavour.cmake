@@ -33,3 +33,19 @@ if(EXISTS "${parla_torch_prefix}/include/fmt" AND NOT parla_torch_prefix STREQUA
   file(MAKE_DIRECTORY "${PARLA_FMT_OVERRIDE_DIR}")
   file(CREATE_LINK "${PARLA_DEBIAN_FMT_INCLUDE}/fmt" "${PARLA_FMT_OVERRIDE_DIR}/fmt" SYMBOLIC)
 endif()
+
+# NCCL (data parallel between GPUs): lib/train/distributed.cpp compiles its NCCL path when the LibTorch defines
+# USE_C10D_NCCL and <nccl.h> is found: in the CUDA toolkit, or in the wheel's nvidia-nccl package (the GPU
+# machine's PyTorch has the latter only).
+set(PARLA_NCCL_INCLUDE "")
+if(PARLA_TORCH_CUDA)
+  find_path(PARLA_NCCL_HEADER_DIR nccl.h
+    PATHS ${CUDAToolkit_INCLUDE_DIRS} ${CUDA_INCLUDE_DIRS} /usr/local/cuda/include
+          "${parla_torch_prefix}/../nvidia/nccl/include" NO_DEFAULT_PATH)
+  if(PARLA_NCCL_HEADER_DIR)
+    set(PARLA_NCCL_INCLUDE "${PARLA_NCCL_HEADER_DIR}")
+    message(STATUS "parla: NCCL data parallel compiled (nccl.h in ${PARLA_NCCL_HEADER_DIR})")
+  else()
+    message(WARNING "parla: this LibTorch has CUDA but no nccl.h was found: data parallel on GPUs is not compiled")
+  endif()
+endif()
