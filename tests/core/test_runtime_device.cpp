@@ -46,7 +46,7 @@ TEST_CASE("resolve_device: CUDA where this process sees no GPU is a ConfigError 
   }
 }
 
-TEST_CASE("resolve_device: cuda is cuda:LOCAL_RANK; missing GPUs and cuda:N in a data-parallel world are refused",
+TEST_CASE("resolve_device: cuda is cuda:LOCAL_RANK, and missing GPUs and cuda:N in a data-parallel world are refused",
           "[cuda]") {
   PARLA_REQUIRE_CUDA();
   const int gpus = static_cast<int>(torch::cuda::device_count());
@@ -64,7 +64,7 @@ TEST_CASE("resolve_device: cuda is cuda:LOCAL_RANK; missing GPUs and cuda:N in a
                     Catch::Contains("runtime.device") && Catch::Contains("WORLD_SIZE"));
 }
 
-TEST_CASE("resolve_precision: fp32 and bf16 on a CPU; fp16 on a CPU and unknown names are refused naming the key") {
+TEST_CASE("resolve_precision: fp32 and bf16 on a CPU, while fp16 on a CPU and unknown names are refused naming the key") {
   const c10::Device cpu(c10::DeviceType::CPU);
   CHECK(resolve_precision("fp32", cpu, "decoding.precision") == c10::ScalarType::Float);
   CHECK(resolve_precision("bf16", cpu, "decoding.precision") == c10::ScalarType::BFloat16);

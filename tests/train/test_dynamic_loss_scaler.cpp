@@ -50,7 +50,7 @@ TEST_CASE(
 }
 
 TEST_CASE(
-    "an overflow skips the update and halves the scale; `window` finite "
+    "an overflow skips the update and halves the scale, and `window` finite "
     "updates in a row double it",
     "[loss_scaler]") {
   DynamicLossScaler s(small());

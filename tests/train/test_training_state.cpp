@@ -26,7 +26,7 @@ void round_trip(const TrainingState& state, const c10::Device& device, const std
 
 }  // namespace
 
-TEST_CASE("training state: the step counters and the CPU generator come back; a CPU run writes no CUDA state") {
+TEST_CASE("training state: the step counters and the CPU generator come back, and a CPU run writes no CUDA state") {
   parla::testing::TempDir dir("training-state");
   TrainingState s;
   s.step = 17;
