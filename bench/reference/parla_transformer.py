@@ -443,3 +443,17 @@ def forward_flops(c: ModelConfig, ns: float, nt: float, s: float, t: float, v: f
     enc = ns * c.encoder_layers * (2 * (4 * d * d + 2 * d * f) + 4 * s * d)
     dec = nt * c.decoder_layers * (2 * (6 * d * d + 2 * d * f) + 4 * t * d + 4 * s * d) + ns * c.decoder_layers * 2 * (2 * d * d)
     return enc + dec + nt * 2 * d * v
+
+
+def add_runtime_args(ap) -> None:
+    """The device/threads/seed flags both benchmark scripts take."""
+    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
+    ap.add_argument("--threads", type=int, default=0)
+    ap.add_argument("--seed", type=int, default=1)
+
+
+def apply_runtime_args(args) -> torch.device:
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    torch.manual_seed(args.seed)
+    return torch.device(args.device)

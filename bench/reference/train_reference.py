@@ -145,14 +145,9 @@ def main() -> None:
     ap.add_argument("--label-smoothing", type=float, default=0.1)
     ap.add_argument("--clip-norm", type=float, default=0.0)
     ap.add_argument("--precision", default=None, choices=["bf16", "fp32"], help="default: bf16 on CUDA, fp32 on CPU")
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--seed", type=int, default=1)
+    pt.add_runtime_args(ap)
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    device = torch.device(args.device)
+    device = pt.apply_runtime_args(args)
     precision = args.precision or ("bf16" if device.type == "cuda" else "fp32")
     amp = torch.bfloat16 if precision == "bf16" else None
 

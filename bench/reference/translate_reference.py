@@ -256,14 +256,9 @@ def main() -> None:
     ap.add_argument("--batch-size", type=int, default=64)
     ap.add_argument("--force-lengths", help="file: output tokens (without EOS) per input line; EOS is forced there")
     ap.add_argument("--precision", default="fp32", choices=["fp32", "bf16", "fp16"], help="autocast dtype")
-    ap.add_argument("--device", default="cuda" if torch.cuda.is_available() else "cpu")
-    ap.add_argument("--threads", type=int, default=0)
-    ap.add_argument("--seed", type=int, default=1)
+    pt.add_runtime_args(ap)
     args = ap.parse_args()
-    if args.threads:
-        torch.set_num_threads(args.threads)
-    torch.manual_seed(args.seed)
-    device = torch.device(args.device)
+    device = pt.apply_runtime_args(args)
 
     meta = {}
     if args.checkpoint:
