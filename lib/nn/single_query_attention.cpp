@@ -31,27 +31,35 @@ void KeyValueCache::append(const torch::Tensor& k, const torch::Tensor& v) {
                 "KeyValueCache::append: type, device, heads or head size differ from the cached positions'");
   const int64_t t = length();
   if (!key_buffer_.defined() || t - base_ >= key_buffer_.size(0) || n > key_buffer_.size(1)) {
+    // A new buffer of exactly n rows per slot: the kept positions are copied in already reordered (row r
+    // of every position is the current row r's ancestor), so rows of sentences that left the batch are freed
+    // and the ancestor table restarts as the identity. An exact copy: attention reads the same numbers.
+    // Dropped positions (local attention) free their slots too: the slots double only when more than half
+    // of them are still kept.
     const int64_t kept = t - first_;
-    int64_t slots = kInitialSlots, width = n;
+    int64_t slots = kInitialSlots;
     if (key_buffer_.defined()) {
-      // Dropped positions (local attention) free their slots: compact when that leaves half the buffer free.
       slots = key_buffer_.size(0);
       if (t - base_ >= slots && kept + 1 > slots / 2) slots *= 2;
-      width = std::max(n, key_buffer_.size(1));
     }
-    auto move = [&](const torch::Tensor& like, std::vector<torch::Tensor>& views) {
-      auto next = torch::empty({slots, width, like.size(1), like.size(2)}, like.options());
-      for (int64_t p = first_; p < t; ++p) {
-        auto slot = next[p - first_].narrow(0, 0, views[p].size(0));
-        slot.copy_(views[p]);
-        views[p] = slot;
-      }
+    iota_ = torch::arange(n, torch::dtype(torch::kLong).device(k.device()));
+    torch::Tensor index;  // [kept * n]: slot-major, as the new buffer is laid out
+    if (kept > 0) {
+      const int64_t R = key_buffer_.size(1);
+      auto slot = torch::arange(first_ - base_, t - base_, iota_.options()).mul_(R);
+      index = (ancestors_.narrow(1, first_, kept).t() + slot.unsqueeze(1)).reshape({-1});
+    }
+    auto move = [&](const torch::Tensor& like, const torch::Tensor& old, std::vector<torch::Tensor>& views) {
+      const int64_t H = like.size(1), Dh = like.size(2);
+      auto next = torch::empty({slots, n, H, Dh}, like.options());
+      if (kept > 0) next.narrow(0, 0, kept).view({-1, H, Dh}).copy_(old.view({-1, H, Dh}).index_select(0, index));
+      for (int64_t p = first_; p < t; ++p) views[p] = next[p - first_];
       return next;
     };
-    key_buffer_ = move(k, keys_);
-    value_buffer_ = move(v, values_);
+    key_buffer_ = move(k, key_buffer_, keys_);
+    value_buffer_ = move(v, value_buffer_, values_);
+    if (kept > 0) ancestor_table_.narrow(1, first_, kept).copy_(iota_.unsqueeze(1).expand({n, kept}));
     base_ = first_;
-    iota_ = torch::arange(width, torch::dtype(torch::kLong).device(k.device()));
   }
   auto key = key_buffer_[t - base_].narrow(0, 0, n), value = value_buffer_[t - base_].narrow(0, 0, n);
   key.copy_(k);

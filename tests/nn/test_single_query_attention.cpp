@@ -254,3 +254,22 @@ TEST_CASE("preallocated cache on CUDA: gathered keys and attention equal the CPU
     N = next;
   }
 }
+
+TEST_CASE("preallocated cache: a reorder to more rows than its buffer holds widens the buffer") {
+  torch::manual_seed(8);
+  const int64_t H = 1, Dh = 4;
+  KeyValueCache cache;
+  torch::Tensor dense;
+  int64_t N = 2;
+  for (int step = 0; step < 20; ++step) {
+    auto k = torch::randn({N, H, Dh});
+    cache.append(k, k);
+    dense = dense.defined() ? torch::cat({dense, k.unsqueeze(2)}, 2) : k.unsqueeze(2);
+    REQUIRE(torch::equal(cache.gather().first, dense));
+    const int64_t next = step == 5 || step == 17 ? N + 3 : N;  // step 17: just after the buffer grew to 32
+    auto rows = torch::randint(0, N, {next}, torch::kLong);
+    cache.reorder(rows);
+    dense = dense.index_select(0, rows);
+    N = next;
+  }
+}
