@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "decode/beam_candidates.h"
+#include "decode/beam_candidates_device.h"
 #include "decode/length_penalty.h"
 #include "decode/step_constraints.h"
 
@@ -61,7 +62,13 @@ std::vector<NBestList> beam_search(models::Seq2SeqModel& model, const torch::Ten
       row_score[r] = rows[r].log_prob;
     }
     constrain_step(logp, step, row_limit, o.min_length);
-    const auto top = best_candidates(logp, row_score, K, candidates);
+    // Off the CPU, only the [A, 2K] result comes to the host, not the [A * K, V] log-probabilities.
+    const auto top = o.device_candidates || !logp.device().is_cpu()
+                         ? best_candidates_tensor(logp, torch::from_blob(row_score.data(), {A * K}).to(logp.device()),
+                                                  K, candidates)
+                         : best_candidates(logp, row_score, K, candidates);
+    // Alignments: the step's attention comes to the host once, not one row per hypothesis.
+    if (o.attention) attention = attention.to(torch::kCPU, torch::kFloat).contiguous();
 
     std::vector<Live> next_rows;
     std::vector<int64_t> next_active, next_groups, reorder, next_prev;
@@ -131,10 +138,16 @@ std::vector<NBestList> beam_search(models::Seq2SeqModel& model, const torch::Ten
     }
     if (next_active.empty()) break;
     // Sentences leave the batch only when one finishes; until then the per-sentence state stays where it is.
+    // The reorder, the next tokens and the surviving sentences go to the device in one transfer.
+    const int64_t R = static_cast<int64_t>(reorder.size());
+    const bool shrink = static_cast<int64_t>(next_active.size()) != A;
+    reorder.insert(reorder.end(), next_prev.begin(), next_prev.end());
+    if (shrink) reorder.insert(reorder.end(), next_groups.begin(), next_groups.end());
+    auto packed = torch::tensor(reorder, torch::kLong).to(device);
     torch::Tensor groups;
-    if (static_cast<int64_t>(next_active.size()) != A) groups = torch::tensor(next_groups, torch::kLong).to(device);
-    state->reorder_beams(torch::tensor(reorder, torch::kLong).to(device), groups, K);
-    prev = torch::tensor(next_prev, torch::kLong).to(device);
+    if (shrink) groups = packed.narrow(0, 2 * R, static_cast<int64_t>(next_groups.size()));
+    state->reorder_beams(packed.narrow(0, 0, R), groups, K);
+    prev = packed.narrow(0, R, R);
     rows = std::move(next_rows);
     active = std::move(next_active);
   }

@@ -9,8 +9,7 @@ namespace parla::decode {
 std::vector<NBestList> greedy_search(models::Seq2SeqModel& model, const torch::Tensor& src, const SearchOptions& o) {
   return single_path_search(model, src, o, [](const torch::Tensor& logp) {
     auto best = logp.max(1);
-    return std::make_pair(std::get<1>(best).to(torch::kCPU).contiguous(),
-                          std::get<0>(best).to(torch::kCPU).contiguous());
+    return std::make_pair(std::get<1>(best), std::get<0>(best));
   });
 }
 

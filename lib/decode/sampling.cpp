@@ -25,11 +25,10 @@ std::vector<NBestList> sample(models::Seq2SeqModel& model, const torch::Tensor& 
       auto kth = std::get<0>(logits.topk(o.top_k, 1)).select(1, o.top_k - 1).unsqueeze(1);
       logits = logits.masked_fill(logits < kth, -std::numeric_limits<float>::infinity());
     }
-    // multinomial draws on its generator's device; the search reads the choices on the host.
+    // multinomial draws on its generator's device; the search brings the choices to the host.
     auto probs = torch::softmax(logits, 1).to(generator.device());
     auto tokens = torch::multinomial(probs, 1, /*replacement=*/false, generator).to(logp.device());
-    auto chosen = logp.gather(1, tokens).squeeze(1).to(torch::kCPU).contiguous();
-    return std::make_pair(tokens.squeeze(1).to(torch::kCPU).contiguous(), chosen);
+    return std::make_pair(tokens.squeeze(1), logp.gather(1, tokens).squeeze(1));
   });
   if (n == 1) return samples;
   std::vector<NBestList> out(src.size(0));

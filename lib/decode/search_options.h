@@ -19,6 +19,9 @@ struct SearchOptions {
   bool sampling = false;          // sample instead of search
   double temperature = 1.0;
   int top_k = 0;                  // 0 = whole vocabulary
+  // Beam search picks its candidates with tensor ops where the log-probabilities are (always so off the CPU);
+  // on the CPU a scan is faster and is the default. Tests set this to run the tensor path on the CPU.
+  bool device_candidates = false;
 
   static SearchOptions from_config(const DecodingConfig& d);
 };

@@ -1,5 +1,7 @@
 #include "decode/single_path_search.h"
 
+#include <cstring>
+
 #include <torch/torch.h>
 
 #include "decode/length_penalty.h"
@@ -20,7 +22,7 @@ std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const tor
   std::vector<int64_t> active(batch);  // original row of each state row
   for (int64_t b = 0; b < batch; ++b) active[b] = b;
   auto state = model.start(src);
-  auto prev = torch::full({batch}, models::kBosId, torch::dtype(torch::kLong).device(src.device()));
+  torch::Tensor prev = torch::full({batch}, models::kBosId, torch::dtype(torch::kLong).device(src.device()));
 
   for (int64_t step = 0; !active.empty(); ++step) {
     torch::Tensor attention;
@@ -29,14 +31,24 @@ std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const tor
     for (size_t r = 0; r < active.size(); ++r) row_limit[r] = limit[active[r]];
     constrain_step(logp, step, row_limit, o.min_length);
     auto [tokens, values] = choose(logp);
-    const float* v = values.data_ptr<float>();
-    const int64_t* tok = tokens.data_ptr<int64_t>();
+    tokens = tokens.to(torch::kLong);
+    // One transfer per step: the float log-probs travel bit for bit inside int64s next to the tokens.
+    const int64_t N = static_cast<int64_t>(active.size());
+    auto host = torch::cat({tokens, values.to(torch::kFloat).contiguous().view(torch::kInt).to(torch::kLong)})
+                    .to(torch::kCPU)
+                    .contiguous();
+    const int64_t* tok = host.data_ptr<int64_t>();
+    const int64_t* v_bits = tok + N;
+    if (o.attention) attention = attention.to(torch::kCPU, torch::kFloat).contiguous();
 
-    std::vector<int64_t> keep, next_active, next_prev;
+    std::vector<int64_t> keep, next_active;
     for (size_t r = 0; r < active.size(); ++r) {
       Hypothesis& h = hyp[active[r]];
+      const auto bits = static_cast<int32_t>(v_bits[r]);
+      float v;
+      std::memcpy(&v, &bits, sizeof v);
       // Same float arithmetic as beam search (running score + step log-prob), so beam 1 matches greedy exactly.
-      h.log_prob = h.log_prob + v[r];
+      h.log_prob = h.log_prob + v;
       if (o.attention) h.attention.push_back(attention_row(attention, r, src_len[active[r]] + 1));
       if (tok[r] == models::kEosId) {
         h.score = normalized_score(h.log_prob, static_cast<int64_t>(h.tokens.size()) + 1, o.length_penalty);
@@ -46,12 +58,16 @@ std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const tor
       h.tokens.push_back(tok[r]);
       keep.push_back(static_cast<int64_t>(r));
       next_active.push_back(active[r]);
-      next_prev.push_back(tok[r]);
     }
     if (next_active.empty()) break;
-    if (next_active.size() != active.size()) state->reorder(torch::tensor(keep, torch::kLong).to(src.device()));
+    // The chosen tokens are already on the device: the next input is them, less the finished rows.
+    prev = tokens;
+    if (next_active.size() != active.size()) {
+      auto rows = torch::tensor(keep, torch::kLong).to(tokens.device());
+      state->reorder(rows);
+      prev = tokens.index_select(0, rows);
+    }
     active = std::move(next_active);
-    prev = torch::tensor(next_prev, torch::kLong).to(src.device());
   }
   return out;
 }

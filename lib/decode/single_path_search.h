@@ -15,7 +15,7 @@
 namespace parla::decode {
 
 // Given the constrained log-probabilities [N, V] of the live rows, returns {tokens int64 [N], their log-probs
-// float [N]}, both contiguous on the CPU.
+// float [N]}, both on logp's device: the search brings them to the host in one transfer per step.
 using TokenChooser = std::function<std::pair<torch::Tensor, torch::Tensor>(const torch::Tensor& logp)>;
 
 std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const torch::Tensor& src,

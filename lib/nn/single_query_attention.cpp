@@ -15,19 +15,73 @@ namespace parla::nn {
 
 // ---- the cache ---------------------------------------------------------------------------------------------
 
+namespace {
+constexpr int64_t kInitialSlots = 16;
+}
+
 void KeyValueCache::append(const torch::Tensor& k, const torch::Tensor& v) {
   TORCH_CHECK(k.dim() == 3 && v.sizes() == k.sizes(), "KeyValueCache::append: k, v must be [N, H, Dh]");
   const int64_t n = k.size(0);
   TORCH_CHECK(!ancestors_.defined() || ancestors_.size(0) == n, "KeyValueCache::append: ", n, " rows, cache has ",
               ancestors_.size(0));
-  keys_.push_back(k.contiguous());
-  values_.push_back(v.contiguous());
-  auto own = torch::arange(n, torch::dtype(torch::kLong).device(k.device())).unsqueeze(1);
-  ancestors_ = ancestors_.defined() ? torch::cat({ancestors_, own}, 1) : own;
+  if (key_buffer_.defined())
+    TORCH_CHECK(k.scalar_type() == key_buffer_.scalar_type() && v.scalar_type() == key_buffer_.scalar_type() &&
+                    k.device() == key_buffer_.device() && k.size(1) == key_buffer_.size(2) &&
+                    k.size(2) == key_buffer_.size(3),
+                "KeyValueCache::append: type, device, heads or head size differ from the cached positions'");
+  const int64_t t = length();
+  if (!key_buffer_.defined() || t - base_ >= key_buffer_.size(0) || n > key_buffer_.size(1)) {
+    // A new buffer of exactly n rows per slot: the kept positions are copied in already reordered (row r
+    // of every position is the current row r's ancestor), so rows of sentences that left the batch are freed
+    // and the ancestor table restarts as the identity. An exact copy: attention reads the same numbers.
+    // Dropped positions (local attention) free their slots too: the slots double only when more than half
+    // of them are still kept.
+    const int64_t kept = t - first_;
+    int64_t slots = kInitialSlots;
+    if (key_buffer_.defined()) {
+      slots = key_buffer_.size(0);
+      if (t - base_ >= slots && kept + 1 > slots / 2) slots *= 2;
+    }
+    iota_ = torch::arange(n, torch::dtype(torch::kLong).device(k.device()));
+    torch::Tensor index;  // [kept * n]: slot-major, as the new buffer is laid out
+    if (kept > 0) {
+      const int64_t R = key_buffer_.size(1);
+      auto slot = torch::arange(first_ - base_, t - base_, iota_.options()).mul_(R);
+      index = (ancestors_.narrow(1, first_, kept).t() + slot.unsqueeze(1)).reshape({-1});
+    }
+    auto move = [&](const torch::Tensor& like, const torch::Tensor& old, std::vector<torch::Tensor>& views) {
+      const int64_t H = like.size(1), Dh = like.size(2);
+      auto next = torch::empty({slots, n, H, Dh}, like.options());
+      if (kept > 0) next.narrow(0, 0, kept).view({-1, H, Dh}).copy_(old.view({-1, H, Dh}).index_select(0, index));
+      for (int64_t p = first_; p < t; ++p) views[p] = next[p - first_];
+      return next;
+    };
+    key_buffer_ = move(k, key_buffer_, keys_);
+    value_buffer_ = move(v, value_buffer_, values_);
+    if (kept > 0) ancestor_table_.narrow(1, first_, kept).copy_(iota_.unsqueeze(1).expand({n, kept}));
+    base_ = first_;
+  }
+  auto key = key_buffer_[t - base_].narrow(0, 0, n), value = value_buffer_[t - base_].narrow(0, 0, n);
+  key.copy_(k);
+  value.copy_(v);
+  keys_.push_back(key);
+  values_.push_back(value);
+
+  // The ancestor table: one column per position, doubling like the buffers.
+  if (!ancestor_table_.defined() || t >= ancestor_table_.size(1)) {
+    auto next = torch::empty({n, std::max<int64_t>(kInitialSlots, 2 * t)}, iota_.options());
+    if (t > 0) next.narrow(1, 0, t).copy_(ancestors_);
+    ancestor_table_ = next;
+  }
+  ancestor_table_.select(1, t).copy_(iota_.narrow(0, 0, n));
+  ancestors_ = ancestor_table_.narrow(1, 0, t + 1);
 }
 
 void KeyValueCache::reorder(const torch::Tensor& rows) {
-  if (ancestors_.defined()) ancestors_ = ancestors_.index_select(0, rows.to(ancestors_.device()));
+  if (!ancestor_table_.defined()) return;
+  // The whole table (at most twice the used columns) in one gather: the unused columns come along unread.
+  ancestor_table_ = ancestor_table_.index_select(0, rows.to(ancestor_table_.device()));
+  ancestors_ = ancestor_table_.narrow(1, 0, length());
 }
 
 void KeyValueCache::drop_before(int64_t position) {
@@ -40,13 +94,17 @@ void KeyValueCache::drop_before(int64_t position) {
 
 std::pair<torch::Tensor, torch::Tensor> KeyValueCache::gather() const {
   TORCH_CHECK(!empty(), "KeyValueCache::gather on an empty cache");
-  std::vector<torch::Tensor> ks, vs;
-  for (int64_t t = first_; t < length(); ++t) {
-    auto rows = ancestors_.select(1, t);
-    ks.push_back(keys_[t].index_select(0, rows));
-    vs.push_back(values_[t].index_select(0, rows));
-  }
-  return {torch::stack(ks, 2), torch::stack(vs, 2)};
+  // One index_select over the flattened buffers: row n's key at position t sits at slot (t - base) * rows +
+  // ancestors[n][t]. The result is laid out as before ([N, H, L, Dh], contiguous), so the slow paths compute
+  // exactly what they did.
+  const int64_t L = length() - first_, N = ancestors_.size(0), R = key_buffer_.size(1);
+  const int64_t H = key_buffer_.size(2), Dh = key_buffer_.size(3);
+  auto slots = torch::arange(first_ - base_, first_ - base_ + L, ancestors_.options()).mul_(R);
+  auto index = (ancestors_.narrow(1, first_, L) + slots.unsqueeze(0)).reshape({-1});
+  auto pick = [&](const torch::Tensor& buffer) {
+    return buffer.view({-1, H, Dh}).index_select(0, index).view({N, L, H, Dh}).transpose(1, 2).contiguous();
+  };
+  return {pick(key_buffer_), pick(value_buffer_)};
 }
 
 // ---- the kernel --------------------------------------------------------------------------------------------
@@ -307,7 +365,8 @@ torch::Tensor attend_cache(const torch::Tensor& q, const KeyValueCache& cache, t
   auto out = torch::empty_like(qc);
   torch::Tensor w;
   if (weights) w = torch::empty({N, H, L}, q.options());
-  auto anc = cache.ancestors().contiguous();
+  // The ancestor table is a strided view (rows wider than `length`); the kernel reads it with its row stride.
+  auto anc = cache.ancestors().stride(1) == 1 ? cache.ancestors() : cache.ancestors().contiguous();
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_cache", [&] {
     auto p = plan_for<scalar_t>(qc, L, out, weights ? &w : nullptr);
     for (int64_t t = cache.first(); t < cache.length(); ++t) {
@@ -320,7 +379,7 @@ torch::Tensor attend_cache(const torch::Tensor& q, const KeyValueCache& cache, t
     p.k_row = p.v_row = H * Dh;
     p.k_head = p.v_head = Dh;
     p.ancestors = anc.data_ptr<int64_t>();
-    p.ancestor_stride = anc.size(1);
+    p.ancestor_stride = anc.stride(0);
     p.ancestor_offset = cache.first();
     run(p, N);
   });

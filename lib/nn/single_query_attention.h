@@ -17,11 +17,13 @@ namespace parla::nn {
 
 class KeyValueCache {
  public:
-  // Appends the newest position: k, v [N, H, Dh] for the current N rows.
+  // Appends the newest position: k, v [N, H, Dh] for the current N rows, copied in place into buffers
+  // preallocated on k's device (capacity doubles when full), so a step allocates nothing.
   void append(const torch::Tensor& k, const torch::Tensor& v);
   // Row n becomes old row rows[n] (int64 [N']); nothing is copied but the ancestor table.
   void reorder(const torch::Tensor& rows);
   // Frees positions before `position` (local attention needs only the last window): attention starts there.
+  // Their slots are reused when the buffer next fills (it is compacted instead of grown).
   void drop_before(int64_t position);
 
   int64_t length() const { return static_cast<int64_t>(keys_.size()); }  // positions appended so far
@@ -30,14 +32,24 @@ class KeyValueCache {
   // Keys and values [N, H, length - first, Dh] gathered per row: the plain layout, for the slow paths.
   std::pair<torch::Tensor, torch::Tensor> gather() const;
 
+  // Position t's keys/values [N_t, H, Dh]: views into the buffers (rows N_t.. of the slot are not its).
   const std::vector<torch::Tensor>& keys() const { return keys_; }
   const std::vector<torch::Tensor>& values() const { return values_; }
-  const torch::Tensor& ancestors() const { return ancestors_; }  // int64 [N, length]
+  // int64 [N, length]: a view into a wider table, so rows are strided (stride(0) >= length, stride(1) == 1).
+  const torch::Tensor& ancestors() const { return ancestors_; }
+  // The storage: position t lives in slot t - base() of [slots, rows, H, Dh] buffers, for device code that
+  // gathers all positions in one op.
+  const torch::Tensor& key_buffer() const { return key_buffer_; }
+  const torch::Tensor& value_buffer() const { return value_buffer_; }
+  int64_t base() const { return base_; }
 
  private:
-  std::vector<torch::Tensor> keys_, values_;  // per position t: [N_t, H, Dh]
-  torch::Tensor ancestors_;
-  int64_t first_ = 0;
+  torch::Tensor key_buffer_, value_buffer_;   // [slots, rows, H, Dh]
+  std::vector<torch::Tensor> keys_, values_;  // per position t: a view [N_t, H, Dh], undefined once dropped
+  torch::Tensor ancestor_table_;              // int64 [N, capacity >= length]
+  torch::Tensor ancestors_;                   // its first `length` columns
+  torch::Tensor iota_;                        // 0, 1, ..., rows - 1: a new position's own ancestors
+  int64_t first_ = 0, base_ = 0;
 };
 
 // q [N, H, Dh] over the cached positions first..length-1 -> [N, H, Dh]; `weights` receives [N, H, length -

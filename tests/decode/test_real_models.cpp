@@ -2,6 +2,8 @@
 // properties, which must hold for any weights.
 #include <catch2/catch.hpp>
 
+#include <cstring>
+
 #include <torch/torch.h>
 
 #include "decode/beam_search.h"
@@ -168,4 +170,34 @@ TEST_CASE("real models: sampling on a GPU is reproducible with a seed, and top-1
   auto top1 = search(*model, src, o, &g3);
   auto greedy = greedy_search(*model, src, opts(1));
   for (size_t i = 0; i < top1.size(); ++i) CHECK(top1[i][0].tokens == greedy[i][0].tokens);
+}
+
+TEST_CASE("real models: the tensor-op candidate selection gives the scan's n-best lists bit for bit, batch 1 and 64",
+          "[real_models]") {
+  auto sources = random_sources(64, 40, 11);
+  auto same = [](const NBestList& got, const NBestList& want) {
+    REQUIRE(got.size() == want.size());
+    for (size_t k = 0; k < want.size(); ++k) {
+      CHECK(got[k].tokens == want[k].tokens);
+      CHECK(std::memcmp(&got[k].score, &want[k].score, sizeof(float)) == 0);
+      CHECK(std::memcmp(&got[k].log_prob, &want[k].log_prob, sizeof(float)) == 0);
+      CHECK(got[k].attention == want[k].attention);
+    }
+  };
+  for (auto& model : tiny_models()) {
+    SearchOptions scan = opts(4);
+    scan.n_best = 4;
+    scan.attention = true;
+    SearchOptions tensor = scan;
+    tensor.device_candidates = true;
+    auto want = beam_search(*model, make_source(sources), scan);
+    auto got = beam_search(*model, make_source(sources), tensor);
+    for (size_t i = 0; i < sources.size(); ++i) {
+      INFO("sentence " << i);
+      same(got[i], want[i]);
+      if (i % 8 == 0)
+        same(beam_search(*model, make_source({sources[i]}), tensor)[0],
+             beam_search(*model, make_source({sources[i]}), scan)[0]);
+    }
+  }
 }

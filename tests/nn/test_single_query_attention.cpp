@@ -10,6 +10,7 @@
 
 #include "nn/multi_head_attention.h"
 #include "nn/single_query_attention.h"
+#include "support/cuda.h"
 
 using namespace parla::nn;
 
@@ -180,4 +181,95 @@ TEST_CASE("cross-attention of one query position gives the same output and weigh
   CHECK(wb.sizes() == wa.sizes());
   CHECK(max_abs_diff(a, b) < 1e-5);
   CHECK(max_abs_diff(wa, wb) < 1e-6);
+}
+
+TEST_CASE("preallocated cache: past its initial capacity, after reorders and row drops, it equals dense reordered keys") {
+  // 40 positions (the buffers start at 16 and double twice), rows reordered with repeats at every step and
+  // dropped now and then, as beam search does; gather() and attention both against the dense reference.
+  torch::manual_seed(5);
+  const int64_t H = 3, Dh = 8;
+  KeyValueCache cache;
+  torch::Tensor dense_k, dense_v;
+  int64_t N = 9;
+  for (int step = 0; step < 40; ++step) {
+    auto k = torch::randn({N, H, Dh}), v = torch::randn({N, H, Dh});
+    cache.append(k, v);
+    dense_k = dense_k.defined() ? torch::cat({dense_k, k.unsqueeze(2)}, 2) : k.unsqueeze(2);
+    dense_v = dense_v.defined() ? torch::cat({dense_v, v.unsqueeze(2)}, 2) : v.unsqueeze(2);
+    auto [gk, gv] = cache.gather();
+    REQUIRE(torch::equal(gk, dense_k));
+    REQUIRE(torch::equal(gv, dense_v));
+    auto q = torch::randn({N, H, Dh});
+    auto [want, want_w] = naive(q, dense_k, dense_v, {});
+    torch::Tensor w;
+    CHECK(max_abs_diff(attend_cache(q, cache, &w), want) < 1e-5);
+    CHECK(max_abs_diff(w, want_w) < 1e-5);
+    const int64_t next = step % 7 == 6 && N > 3 ? N - 2 : N;  // a sentence leaves now and then
+    auto rows = torch::randint(0, N, {next}, torch::kLong);
+    cache.reorder(rows);
+    dense_k = dense_k.index_select(0, rows);
+    dense_v = dense_v.index_select(0, rows);
+    N = next;
+  }
+  CHECK(cache.key_buffer().size(0) == 64);
+}
+
+TEST_CASE("preallocated cache: dropped positions are compacted away instead of growing the buffer") {
+  // Local attention keeps a window: 100 positions with 5 kept never need more than the initial slots.
+  KeyValueCache cache;
+  torch::Tensor last_k;
+  for (int t = 0; t < 100; ++t) {
+    last_k = torch::full({2, 1, 4}, static_cast<float>(t));
+    cache.append(last_k, last_k);
+    cache.drop_before(t - 4);
+    cache.reorder(torch::tensor({1, 0}, torch::kLong));
+  }
+  CHECK(cache.key_buffer().size(0) == 16);
+  CHECK(cache.first() == 95);
+  auto [k, v] = cache.gather();
+  REQUIRE(k.size(2) == 5);
+  for (int j = 0; j < 5; ++j) CHECK(k[0][0][j][0].item<float>() == 95.0f + j);
+}
+
+TEST_CASE("preallocated cache on CUDA: gathered keys and attention equal the CPU cache's", "[cuda]") {
+  PARLA_REQUIRE_CUDA();
+  torch::manual_seed(6);
+  const int64_t H = 2, Dh = 16;
+  KeyValueCache cpu, gpu;
+  int64_t N = 6;
+  for (int step = 0; step < 20; ++step) {
+    auto k = torch::randn({N, H, Dh}), v = torch::randn({N, H, Dh});
+    cpu.append(k, v);
+    gpu.append(k.to(torch::kCUDA), v.to(torch::kCUDA));
+    auto [ck, cv] = cpu.gather();
+    auto [gk, gv] = gpu.gather();
+    REQUIRE(torch::equal(gk.cpu(), ck));
+    REQUIRE(torch::equal(gv.cpu(), cv));
+    auto q = torch::randn({N, H, Dh});
+    CHECK(max_abs_diff(attend_cache(q.to(torch::kCUDA), gpu).cpu(), attend_cache(q, cpu)) < 1e-4);
+    const int64_t next = step % 5 == 4 ? N - 1 : N;
+    auto rows = torch::randint(0, N, {next}, torch::kLong);
+    cpu.reorder(rows);
+    gpu.reorder(rows.to(torch::kCUDA));
+    N = next;
+  }
+}
+
+TEST_CASE("preallocated cache: a reorder to more rows than its buffer holds widens the buffer") {
+  torch::manual_seed(8);
+  const int64_t H = 1, Dh = 4;
+  KeyValueCache cache;
+  torch::Tensor dense;
+  int64_t N = 2;
+  for (int step = 0; step < 20; ++step) {
+    auto k = torch::randn({N, H, Dh});
+    cache.append(k, k);
+    dense = dense.defined() ? torch::cat({dense, k.unsqueeze(2)}, 2) : k.unsqueeze(2);
+    REQUIRE(torch::equal(cache.gather().first, dense));
+    const int64_t next = step == 5 || step == 17 ? N + 3 : N;  // step 17: just after the buffer grew to 32
+    auto rows = torch::randint(0, N, {next}, torch::kLong);
+    cache.reorder(rows);
+    dense = dense.index_select(0, rows);
+    N = next;
+  }
 }
