@@ -2,8 +2,12 @@
 # pulls in libonnx_proto while libsentencepiece exports its own copies of protobuf template code, and unless
 # libprotobuf is the first NEEDED entry the dynamic linker binds protobuf symbols to the wrong copy and the
 # program segfaults before main. Forcing libprotobuf first (and keeping it even if "unused") avoids that.
+#
+# libstdc++ comes second for the same reason with the PyTorch wheel's LibTorch (the --libtorch2 build): its
+# libtorch.so exports its own copies of std::filesystem (remove_all, equivalent, ...), and when it precedes
+# libstdc++ in the NEEDED list our calls bind to those copies and crash (seen: remove_all jumping to address 0).
 function(parla_link_executable target)
-  target_link_libraries(${target} PRIVATE -Wl,--no-as-needed protobuf -Wl,--as-needed parla)
+  target_link_libraries(${target} PRIVATE -Wl,--no-as-needed protobuf stdc++ -Wl,--as-needed parla)
   parla_warnings(${target})
 endfunction()
 
