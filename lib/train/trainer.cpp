@@ -19,6 +19,7 @@
 #include "data/token_dataset.h"
 #include "models/checkpoint.h"
 #include "models/seq2seq.h"
+#include "train/batch_dump.h"
 #include "train/bert_pretraining.h"
 #include "train/distributed.h"
 #include "train/dynamic_loss_scaler.h"
@@ -523,6 +524,8 @@ struct Trainer::Impl {
     auto iv_start = Clock::now();
     // Updates whose figures are still on the device, and the last update's gradient norm (what progress lines
     // report).
+    std::unique_ptr<BatchDumpWriter> dump;
+    if (master && !t.dump_batches.empty()) dump = std::make_unique<BatchDumpWriter>(t.dump_batches);
     std::vector<PendingUpdate> pending_updates;
     torch::Tensor last_grad_norm;
     // Reads the pending figures in one copy and does the host arithmetic the loop did per update before (the same
@@ -609,6 +612,8 @@ struct Trainer::Impl {
       auto stats = torch::zeros({static_cast<int64_t>(n_terms) + 1},
                                 torch::TensorOptions().dtype(torch::kFloat64).device(device));
       train_update_batches(batches, global, poison, loss_scaling, stats, params, result);
+      if (dump)
+        for (const auto& b : batches) dump->write(b);
       dp->all_reduce_gradients(*model);
       if (loss_scaling) {
         // Unscale before clipping, so clip_norm and the reported norm refer to the true gradient. The scale is a
@@ -753,6 +758,7 @@ struct Trainer::Impl {
     }
 
     if (!pending_updates.empty()) flush();  // the last updates' losses, for TrainResult
+    if (dump) dump->finish();
     Verdict verdict;
     if (result.stop_reason != "signal" && state.last_valid_step != state.step && state.step > 0)
       verdict = validate(result);
