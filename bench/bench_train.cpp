@@ -131,7 +131,7 @@ int main(int argc, char** argv) {
       {
         parla::runtime::AutocastScope autocast(device, dtype);
         auto l = parla::train::label_smoothed_cross_entropy(model->forward(src, tgt_in), tgt_out, 0.1, 0);
-        loss = l.loss / static_cast<double>(l.tokens);
+        loss = l.loss / l.tokens.item<double>();
       }
       loss.backward();
       if (device.is_cuda()) torch::cuda::synchronize();

@@ -15,6 +15,7 @@
 #if TORCH_VERSION_MAJOR >= 2
 #define PARLA_TORCH2 1
 #include <ATen/detail/CUDAHooksInterface.h>
+#include <ATen/ops/scaled_dot_product_attention.h>
 #else
 #define PARLA_TORCH2 0
 #endif
@@ -93,6 +94,26 @@ inline bool cuda_supports_bf16(c10::DeviceIndex index) {
 // The process-wide default generator of a device (dropout draws from it).
 inline at::Generator default_generator(const c10::Device& device) {
   return at::globalContext().defaultGenerator(device);
+}
+
+// Whether this LibTorch has fused scaled dot-product attention (2.x; 1.13 has only a private prototype).
+inline constexpr bool has_fused_attention() { return PARLA_TORCH2 != 0; }
+
+// softmax(q k^T / sqrt(Dh) masked) v in one fused kernel (flash / memory-efficient / math, chosen by LibTorch).
+// q [B, H, Tq, Dh], k and v [B, H, Tk, Dh]; allowed: bool broadcastable to [B, H, Tq, Tk], true = may attend, or
+// undefined; is_causal: the causal mask (Tq == Tk), only with `allowed` undefined (LibTorch refuses both).
+// dropout_p: dropout on the attention weights, drawn inside the kernel. Returns an undefined tensor where this
+// LibTorch has no such kernel (1.13): callers then run their explicit path.
+inline at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Tensor& k, const at::Tensor& v,
+                                               const at::Tensor& allowed, double dropout_p, bool is_causal) {
+#if PARLA_TORCH2
+  return at::scaled_dot_product_attention(q, k, v, allowed.defined() ? std::optional<at::Tensor>(allowed)
+                                                                     : std::optional<at::Tensor>(),
+                                          dropout_p, is_causal);
+#else
+  (void)q, (void)k, (void)v, (void)allowed, (void)dropout_p, (void)is_causal;
+  return at::Tensor();
+#endif
 }
 
 }  // namespace parla::compat

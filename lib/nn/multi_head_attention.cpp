@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "core/torch_compat.h"
 #include "nn/attention_masks.h"
 #include "nn/attention_scores.h"
 #include "nn/masked_softmax.h"
@@ -71,6 +72,20 @@ torch::Tensor MultiHeadAttentionImpl::softmax_attention(const torch::Tensor& q, 
   return torch::matmul(w, v);
 }
 
+torch::Tensor MultiHeadAttentionImpl::fused_attention(const torch::Tensor& q, const torch::Tensor& k,
+                                                      const torch::Tensor& v, const torch::Tensor& allowed,
+                                                      bool is_causal) {
+  if (!compat::has_fused_attention()) return {};
+  const double p = options_.dropout > 0 && is_training() ? options_.dropout : 0.0;
+  if (!allowed.defined()) return compat::scaled_dot_product_attention(q, k, v, {}, p, is_causal);
+  // A query row without any allowed key: the explicit path (masked_softmax) gives zero weights, hence a zero
+  // output, where SDPA gives NaN (and NaN gradients). Such a row attends to every key here, finitely, and its
+  // output is then zeroed, which also zeroes the gradient flowing into it.
+  auto has_key = allowed.any(-1, /*keepdim=*/true);
+  auto out = compat::scaled_dot_product_attention(q, k, v, allowed.logical_or(has_key.logical_not()), p, false);
+  return out.masked_fill(has_key.logical_not(), 0.0);
+}
+
 torch::Tensor MultiHeadAttentionImpl::self_attend(const torch::Tensor& x, const torch::Tensor& key_valid, bool causal,
                                                   torch::Tensor* weights) {
   TORCH_CHECK(options_.self_attention, "self_attend on a cross-attention module");
@@ -84,11 +99,19 @@ torch::Tensor MultiHeadAttentionImpl::self_attend(const torch::Tensor& x, const 
   } else {
     torch::Tensor allowed;
     if (key_valid.defined()) allowed = key_valid.unsqueeze(1).unsqueeze(2);
-    if (options_.kind == AttentionKind::kLocal)
-      allowed = combine_masks(allowed, local_mask(t, t, options_.window, causal).to(x.device()));
-    else if (causal)
-      allowed = combine_masks(allowed, causal_mask(t, t).to(x.device()));
-    out = softmax_attention(q, k, v, allowed, weights);
+    // Fused kernel (LibTorch 2): full attention whose weights nobody asked for. A causal mask alone goes as
+    // is_causal, which lets the kernel skip the masked blocks instead of reading a [T, T] mask.
+    if (options_.kind == AttentionKind::kFull && !weights)
+      out = fused_attention(
+          q, k, v, causal && allowed.defined() ? combine_masks(allowed, causal_mask(t, t).to(x.device())) : allowed,
+          causal && !allowed.defined());
+    if (!out.defined()) {
+      if (options_.kind == AttentionKind::kLocal)
+        allowed = combine_masks(allowed, local_mask(t, t, options_.window, causal).to(x.device()));
+      else if (causal)
+        allowed = combine_masks(allowed, causal_mask(t, t).to(x.device()));
+      out = softmax_attention(q, k, v, allowed, weights);
+    }
   }
   return out_proj(merge_heads(out));
 }
@@ -149,7 +172,12 @@ torch::Tensor MultiHeadAttentionImpl::cross_attend(const torch::Tensor& x, const
   torch::Tensor allowed;
   if (key_valid.defined()) allowed = key_valid.unsqueeze(1).unsqueeze(2);
   const int64_t B = q.size(0), M = k.size(0), H = q.size(1), T = q.size(2);
-  if (M == B) return out_proj(merge_heads(softmax_attention(q, k, v, allowed, weights)));
+  if (M == B) {
+    torch::Tensor out;
+    if (options_.kind == AttentionKind::kFull && !weights) out = fused_attention(q, k, v, allowed, false);
+    if (!out.defined()) out = softmax_attention(q, k, v, allowed, weights);
+    return out_proj(merge_heads(out));
+  }
   TORCH_CHECK(M > 0 && B % M == 0, "cross_attend: ", B, " query rows for ", M, " memory rows");
   const int64_t G = B / M;
   // [M*G, H, T, Dh] -> [M, H, G*T, Dh]: a group's queries become extra query positions of its memory row.

@@ -75,6 +75,12 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
   torch::Tensor softmax_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                   const torch::Tensor& allowed, torch::Tensor* weights);
 
+  // LibTorch 2's fused scaled_dot_product_attention with the same mask semantics as softmax_attention (a row
+  // without allowed keys gives zeros); undefined where this LibTorch has none. Its attention dropout draws other
+  // random numbers than the explicit path's: the same distribution, not the same masks.
+  torch::Tensor fused_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                const torch::Tensor& allowed, bool is_causal);
+
   // The single-query kernel applies: no gradient through `t` is wanted and no attention dropout is due.
   bool inference(const torch::Tensor& t) const;
 

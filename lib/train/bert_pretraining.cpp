@@ -151,8 +151,7 @@ LossTerms BertPretrainingTask::loss(const data::Batch& batch) {
                                            torch::nn::functional::CrossEntropyFuncOptions().reduction(torch::kSum));
   LossTerms t;
   t.sums = {mlm, nsp};
-  t.counts = {static_cast<double>(chosen.size(0)), static_cast<double>(batch.sentences)};
-  t.nll = mlm.item<double>();
+  t.nll = mlm.detach();
   return t;
 }
 

@@ -248,6 +248,16 @@ std::vector<double> DataParallel::all_reduce_sum(const std::vector<double>& valu
   return std::vector<double>(out.data_ptr<double>(), out.data_ptr<double>() + out.numel());
 }
 
+void DataParallel::all_reduce_sum_(at::Tensor& values) {
+  if (!group_ || values.numel() == 0) return;
+  // c10d reduces contiguous tensors in place; a non-contiguous view would be summed into a temporary.
+  TORCH_CHECK(values.is_contiguous(), "all_reduce_sum_ needs a contiguous tensor");
+  std::vector<torch::Tensor> io{values};
+  c10d::AllreduceOptions opts;
+  opts.reduceOp = c10d::ReduceOp::SUM;
+  run("all-reduce of training statistics", [&] { return group_->pg->allreduce(io, opts); });
+}
+
 double DataParallel::all_reduce_sum(double value) { return all_reduce_sum(std::vector<double>{value})[0]; }
 
 void DataParallel::barrier() {

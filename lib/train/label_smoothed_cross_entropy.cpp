@@ -13,7 +13,7 @@ TokenLoss label_smoothed_cross_entropy(const torch::Tensor& logits, const torch:
   auto nll = -lprobs.gather(1, tgt.unsqueeze(1)).squeeze(1);
   nll = nll.masked_fill(~keep, 0.0);
   TokenLoss out;
-  out.tokens = keep.sum().item<int64_t>();
+  out.tokens = keep.sum();
   auto nll_sum = nll.sum();
   if (epsilon > 0 && vocab > 1) {
     auto smooth = (-lprobs.sum(-1)).masked_fill(~keep, 0.0);

@@ -14,7 +14,9 @@ namespace parla::train {
 struct TokenLoss {
   torch::Tensor loss;  // scalar: SUM over non-pad tokens of the smoothed loss (differentiable)
   torch::Tensor nll;   // scalar: SUM of -log p(y) over non-pad tokens (detached), for perplexity
-  int64_t tokens = 0;  // non-pad target tokens
+  // Scalar int64 on the logits' device: non-pad target tokens. A tensor, so that computing the loss never waits
+  // for the device (the trainer knows the counts from the CPU batch).
+  torch::Tensor tokens;
 };
 
 // logits [..., V] (unnormalised), target [...] int64. Sums over tokens; the trainer divides by the token count of

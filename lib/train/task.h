@@ -18,10 +18,11 @@
 
 namespace parla::train {
 
+// Device tensors only: the training loop reads them back when it logs, not per batch. The normalisers are
+// Task::counts of the (CPU) batch.
 struct LossTerms {
   std::vector<torch::Tensor> sums;  // differentiable sums, one per term (divided by the matching count)
-  std::vector<double> counts;       // normalisers of this batch, one per term
-  double nll = 0;                   // sum of -log p of term 0's items (perplexity)
+  torch::Tensor nll;                // scalar, detached: sum of -log p of term 0's items (perplexity)
 };
 
 struct ValidationResult {

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -17,6 +18,8 @@
 #include "data/batch_sampler.h"
 #include "data/token_dataset.h"
 #include "models/checkpoint.h"
+#include "models/seq2seq.h"
+#include "train/batch_dump.h"
 #include "train/bert_pretraining.h"
 #include "train/distributed.h"
 #include "train/dynamic_loss_scaler.h"
@@ -98,9 +101,47 @@ void copy_atomically(const std::string& from, const std::string& to) {
 }
 
 bool is_oom(const std::exception& e) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
   std::string m = e.what();
   return m.find("out of memory") != std::string::npos || m.find("DefaultCPUAllocator: can't allocate") !=
                                                               std::string::npos;
+}
+
+// Rows [start, start + n) of a batch, without the padding columns that only longer rows needed.
+data::Batch batch_rows(const data::Batch& b, int64_t start, int64_t n) {
+  auto rows = [&](const torch::Tensor& x) { return x.defined() ? x.narrow(0, start, n).contiguous() : x; };
+  // Width of the longest row: the last column holding a non-pad token in any row (padding is at the end).
+  auto width = [](const torch::Tensor& x) {
+    auto used = x.ne(models::kPadId).any(0).nonzero();
+    return used.numel() > 0 ? used.max().item<int64_t>() + 1 : x.size(1);
+  };
+  data::Batch o;
+  o.sentences = n;
+  o.src = rows(b.src);
+  o.segments = rows(b.segments);
+  o.mlm_labels = rows(b.mlm_labels);
+  o.nsp_labels = rows(b.nsp_labels);
+  o.tgt_in = rows(b.tgt_in);
+  o.tgt_out = rows(b.tgt_out);
+  if (o.src.defined() && o.src.dim() == 2) {
+    const int64_t s = width(o.src);
+    for (auto* x : {&o.src, &o.segments, &o.mlm_labels})
+      if (x->defined()) *x = x->narrow(1, 0, s).contiguous();
+    o.src_tokens = o.src.ne(models::kPadId).sum().item<int64_t>();
+  }
+  if (o.tgt_out.defined() && o.tgt_out.dim() == 2) {
+    const int64_t t = std::max(width(o.tgt_in), width(o.tgt_out));
+    o.tgt_in = o.tgt_in.narrow(1, 0, t).contiguous();
+    o.tgt_out = o.tgt_out.narrow(1, 0, t).contiguous();
+    o.tgt_tokens = o.tgt_out.ne(models::kPadId).sum().item<int64_t>();
+  }
+  return o;
+}
+
+[[noreturn]] void throw_injected_oom(int64_t sentences) {
+  TORCH_CHECK_WITH(OutOfMemoryError, false, "out of memory: injected for a batch of ", sentences,
+                   " sentences (TrainerOptions::inject_oom_above_sentences)");
+  std::abort();  // not reached; TORCH_CHECK_WITH is not declared noreturn
 }
 
 bool lower_is_better(const std::string& metric) { return metric != "bleu"; }
@@ -332,6 +373,134 @@ struct Trainer::Impl {
     if (best && master) copy_atomically(save_dir + "/checkpoint_last.pt", save_dir + "/checkpoint_best.pt");
   }
 
+  // What one update left on the device until the next progress line reads it (one read for the whole interval).
+  struct PendingUpdate {
+    bool skipped = false;
+    torch::Tensor stats;          // float64 [terms + 1]: each term's loss sum over the update, then the nll sum
+    std::vector<double> counts;   // the update's global item count per term (host: known before the forward pass)
+  };
+
+  // One device-to-host copy; every read of training figures by the loop goes through here and is counted.
+  torch::Tensor read_to_host(const torch::Tensor& t, TrainResult& result) {
+    ++result.host_reads;
+    return t.to(torch::kCPU);
+  }
+
+  // Forward and backward of one batch; returns its figures (each term's loss sum, then the nll sum: float64
+  // [terms + 1], detached, on the device). `in_backward` turns true once backward() may have touched .grad.
+  torch::Tensor train_on_batch(const data::Batch& cpu_batch, const std::vector<double>& global, bool poison,
+                               bool loss_scaling, bool& in_backward) {
+    const size_t n_terms = task->num_terms();
+    if (opts.inject_oom_above_sentences >= 0 && !opts.inject_oom_after_backward &&
+        cpu_batch.sentences > opts.inject_oom_above_sentences)
+      throw_injected_oom(cpu_batch.sentences);
+    auto b = cpu_batch.to(device);
+    torch::Tensor total;
+    std::vector<torch::Tensor> figures;
+    {
+      // Mixed precision (Micikevicius et al. 2018, Sec. 3): autocast runs the forward pass and the loss in
+      // bf16/fp16 where that is safe; the parameters (fp32 master weights) are cast per use, so the
+      // backward pass, outside the scope, accumulates fp32 gradients for an fp32 optimizer.
+      runtime::AutocastScope autocast(device, precision);
+      auto terms = task->loss(b);
+      auto zero = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device));
+      for (size_t i = 0; i < n_terms; ++i) {
+        if (i >= terms.sums.size() || global[i] <= 0) {
+          figures.push_back(zero);
+          continue;
+        }
+        auto part = terms.sums[i] / global[i];
+        total = total.defined() ? total + part : part;
+        // float64 as the former host sums (item<double>): the same additions in the same order, exactly.
+        figures.push_back(terms.sums[i].detach().to(torch::kFloat64));
+      }
+      figures.push_back(terms.nll.defined() ? terms.nll.detach().to(torch::kFloat64) : zero);
+    }
+    if (total.defined()) {
+      if (poison) total = total * std::numeric_limits<double>::quiet_NaN();
+      // Loss scaling (ibid., Sec. 3.2): shifts small fp16 gradients into the representable range.
+      if (loss_scaling) total = total * scaler.scale();
+      in_backward = true;
+      total.backward();
+      if (opts.inject_oom_above_sentences >= 0 && opts.inject_oom_after_backward &&
+          cpu_batch.sentences > opts.inject_oom_above_sentences)
+        throw_injected_oom(cpu_batch.sentences);
+    }
+    return torch::stack(figures);
+  }
+
+  // This rank's batches of one update, their gradients summed into .grad and their figures into `stats`.
+  //
+  // Out of memory on a batch: it is retried as two halves by sentences (recursively), normalised by the same
+  // global counts, so the update is the same (up to summation order, and dropout masks drawn anew). Only a
+  // one-sentence batch that does not fit is an error. The gradient must stay exact: an allocation that fails
+  // before backward() leaves .grad untouched, but one that fails during it may have added part of the batch's
+  // gradient (autograd accumulates parameter by parameter as it goes). Saving .grad before every backward would
+  // cost a gradient-sized copy per batch, the memory we are short of; instead, on a failure inside backward,
+  // the update starts over: .grad is dropped (freeing memory too) and the batches already done are redone
+  // before the halves. Rare (a retried batch then fits), and it needs no collective: the counts were reduced
+  // before, the gradients are reduced after.
+  void train_update_batches(const std::vector<data::Batch>& batches, const std::vector<double>& global, bool poison,
+                            bool loss_scaling, torch::Tensor& stats, const std::vector<torch::Tensor>& params,
+                            TrainResult& result) {
+    const auto& t = cfg.training;
+    std::deque<data::Batch> todo(batches.begin(), batches.end());
+    std::vector<data::Batch> done;
+    while (!todo.empty()) {
+      bool in_backward = false;
+      bool oom = false;
+      try {
+        stats.add_(train_on_batch(todo.front(), global, poison, loss_scaling, in_backward));
+      } catch (const c10::Error& e) {
+        if (!is_oom(e)) throw;
+        oom = true;
+      } catch (const std::bad_alloc&) {
+        oom = true;
+      }
+      if (!oom) {
+        done.push_back(std::move(todo.front()));
+        todo.pop_front();
+        continue;
+      }
+      data::Batch failed = std::move(todo.front());
+      todo.pop_front();
+      if (failed.sentences <= 1)
+        throw DataError("out of memory at step " + std::to_string(state.step + 1) +
+                        " on a single sentence: lower training.batch_tokens (now " + std::to_string(t.batch_tokens) +
+                        ") and training.max_len, and raise training.update_freq to keep the effective batch");
+      ++result.oom_retries;
+      const int64_t half = (failed.sentences + 1) / 2;
+      todo.push_front(batch_rows(failed, half, failed.sentences - half));
+      todo.push_front(batch_rows(failed, 0, half));
+      if (in_backward) {
+        for (const auto& p : params) p.mutable_grad() = torch::Tensor();
+        stats.zero_();
+        for (auto it = done.rbegin(); it != done.rend(); ++it) todo.push_front(std::move(*it));
+        done.clear();
+      }
+      spdlog::warn("step {}: out of memory on a batch of {} sentences{}: retrying it as two halves",
+                   state.step + 1, failed.sentences, in_backward ? " during backward (the update starts over)" : "");
+    }
+  }
+
+  // Global L2 norm of the gradients as a device tensor, and clipping to max_norm (> 0) with a device-side factor:
+  // torch::nn::utils::clip_grad_norm_'s arithmetic (so fp32 runs are bit-identical), without its host read.
+  torch::Tensor clip_gradients(const std::vector<torch::Tensor>& params, double max_norm) {
+    torch::NoGradGuard no_grad;
+    std::vector<torch::Tensor> grads, norms;
+    for (const auto& p : params)
+      if (p.grad().defined()) grads.push_back(p.grad());
+    if (grads.empty()) return torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device));
+    for (const auto& g : grads) norms.push_back(g.norm(2));
+    auto total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
+    if (max_norm > 0) {
+      // min(1, max_norm / (norm + 1e-6)); multiplying by an exact 1 changes nothing, hence no branch on the host.
+      auto factor = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
+      for (auto& g : grads) g.mul_(factor);
+    }
+    return total;
+  }
+
   TrainResult run() {
     const auto& t = cfg.training;
     TrainResult result;
@@ -353,6 +522,41 @@ struct Trainer::Impl {
     // Interval figures for progress lines.
     double iv_loss = 0, iv_nll = 0, iv_count = 0, iv_tokens = 0;
     auto iv_start = Clock::now();
+    // Updates whose figures are still on the device, and the last update's gradient norm (what progress lines
+    // report).
+    std::unique_ptr<BatchDumpWriter> dump;
+    if (master && !t.dump_batches.empty()) dump = std::make_unique<BatchDumpWriter>(t.dump_batches);
+    std::vector<PendingUpdate> pending_updates;
+    torch::Tensor last_grad_norm;
+    // Reads the pending figures in one copy and does the host arithmetic the loop did per update before (the same
+    // operations in the same order, so the losses are bit-identical): per-update losses, interval sums. Returns
+    // the last gradient norm.
+    auto flush = [&]() -> double {
+      std::vector<torch::Tensor> parts;
+      for (const auto& u : pending_updates)
+        if (!u.skipped) parts.push_back(u.stats);
+      parts.push_back(last_grad_norm.defined() ? last_grad_norm.detach().to(torch::kFloat64).reshape({1})
+                                               : torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(device)));
+      auto host = read_to_host(torch::cat(parts), result).contiguous();
+      const double* v = host.data_ptr<double>();
+      const size_t n_terms = task->num_terms();
+      for (const auto& u : pending_updates) {
+        if (u.skipped) {
+          result.losses.push_back(std::numeric_limits<double>::quiet_NaN());
+          continue;
+        }
+        double loss = 0;
+        for (size_t i = 0; i < n_terms; ++i)
+          if (u.counts[i] > 0) loss += v[i] / u.counts[i];
+        const double nll = u.counts[0] > 0 ? v[n_terms] / u.counts[0] : 0.0;
+        result.losses.push_back(loss);
+        iv_loss += loss * u.counts[0];
+        iv_nll += nll * u.counts[0];
+        v += n_terms + 1;
+      }
+      pending_updates.clear();
+      return *v;
+    };
 
     if (master)
       spdlog::info("training {} ({} parameters) on {} ({} rank{}): {} pairs, {} batches per epoch",
@@ -396,8 +600,6 @@ struct Trainer::Impl {
         local_tokens += Task::batch_tokens(b);
       }
       const bool poison = opts.poison_update && opts.poison_update(update_index);
-      double local_nll = 0;
-      std::vector<double> local_sums;
       std::vector<double> to_reduce = counts;
       to_reduce.push_back(shutdown_requested() != 0 ? 1.0 : 0.0);
       to_reduce.push_back(static_cast<double>(local_tokens));
@@ -405,84 +607,59 @@ struct Trainer::Impl {
       const double stop_votes = global[n_terms];
       const double update_tokens = global[n_terms + 1];
 
-      local_sums.assign(n_terms, 0.0);
-      try {
-        for (auto& cpu_batch : batches) {
-          auto b = cpu_batch.to(device);
-          torch::Tensor total;
-          {
-            // Mixed precision (Micikevicius et al. 2018, Sec. 3): autocast runs the forward pass and the loss in
-            // bf16/fp16 where that is safe; the parameters (fp32 master weights) are cast per use, so the
-            // backward pass, outside the scope, accumulates fp32 gradients for an fp32 optimizer.
-            runtime::AutocastScope autocast(device, precision);
-            auto terms = task->loss(b);
-            for (size_t i = 0; i < n_terms && i < terms.sums.size(); ++i) {
-              if (global[i] <= 0) continue;
-              auto part = terms.sums[i] / global[i];
-              total = total.defined() ? total + part : part;
-              local_sums[i] += terms.sums[i].item<double>();
-            }
-            local_nll += terms.nll;
-          }
-          if (!total.defined()) continue;
-          if (poison) total = total * std::numeric_limits<double>::quiet_NaN();
-          // Loss scaling (ibid., Sec. 3.2): shifts small fp16 gradients into the representable range.
-          if (loss_scaling) total = total * scaler.scale();
-          total.backward();
-        }
-      } catch (const c10::Error& e) {
-        if (is_oom(e))
-          throw DataError("out of memory at step " + std::to_string(state.step + 1) +
-                          ": lower training.batch_tokens (now " + std::to_string(t.batch_tokens) +
-                          ") and raise training.update_freq to keep the effective batch");
-        throw;
-      } catch (const std::bad_alloc&) {
-        throw DataError("out of memory at step " + std::to_string(state.step + 1) +
-                        ": lower training.batch_tokens (now " + std::to_string(t.batch_tokens) +
-                        ") and raise training.update_freq to keep the effective batch");
-      }
+      // The update's figures stay on the device (float64: each term's loss sum, then the nll sum) until a
+      // progress line reads them; the only per-update read is the finite flags below.
+      auto stats = torch::zeros({static_cast<int64_t>(n_terms) + 1},
+                                torch::TensorOptions().dtype(torch::kFloat64).device(device));
+      train_update_batches(batches, global, poison, loss_scaling, stats, params, result);
+      if (dump)
+        for (const auto& b : batches) dump->write(b);
       dp->all_reduce_gradients(*model);
       if (loss_scaling) {
         // Unscale before clipping, so clip_norm and the reported norm refer to the true gradient. The scale is a
-        // power of two: exact. Overflow shows as a non-finite norm below, without another host read.
+        // power of two: exact. Overflow shows as a non-finite norm below, in the same read as the loss's flag.
         const double inv_scale = 1.0 / scaler.scale();
         for (auto& p : params)
           if (p.grad().defined()) p.grad().mul_(inv_scale);
       }
-      std::vector<double> stats = local_sums;
-      stats.push_back(local_nll);
-      stats = dp->all_reduce_sum(stats);
-      double loss = 0;
-      for (size_t i = 0; i < n_terms; ++i)
-        if (global[i] > 0) loss += stats[i] / global[i];
-      if (poison) loss = std::numeric_limits<double>::quiet_NaN();
-      const double nll = global[0] > 0 ? stats[n_terms] / global[0] : 0.0;
+      dp->all_reduce_sum_(stats);
 
-      // Gradient norm over all parameters (clipped when clip_norm > 0; an infinite bound only measures it).
-      double max_norm = t.clip_norm > 0 ? t.clip_norm : std::numeric_limits<double>::infinity();
-      double grad_norm = torch::nn::utils::clip_grad_norm_(params, max_norm);
+      // Gradient norm over all parameters (clipped when clip_norm > 0).
+      last_grad_norm = clip_gradients(params, t.clip_norm);
       state.batch_in_epoch = end;
       ++update_index;
 
-      if (loss_scaling && std::isfinite(loss) && !std::isfinite(grad_norm)) {
+      // The one host read of the update: is the loss finite (the terms with items), is the gradient norm finite.
+      std::vector<int64_t> used;
+      for (size_t i = 0; i < n_terms; ++i)
+        if (global[i] > 0) used.push_back(static_cast<int64_t>(i));
+      auto loss_finite = used.empty() ? torch::ones({}, torch::TensorOptions().dtype(torch::kBool).device(device))
+                                      : torch::isfinite(stats.index_select(0, torch::tensor(used).to(device))).all();
+      auto flags = read_to_host(torch::stack({loss_finite, torch::isfinite(last_grad_norm)}), result);
+      const bool loss_ok = flags[0].item<bool>() && !poison;
+      const bool norm_ok = flags[1].item<bool>();
+
+      PendingUpdate pending;
+      pending.skipped = true;
+      if (loss_scaling && loss_ok && !norm_ok) {
         // A finite loss with non-finite gradients: the scale was too high for fp16, not a diverging model. Skip
         // the update and halve the scale; not a bad step (fairseq, GradScaler). The scaler stops the run (a
         // DataError) when the scale underflows.
         optimizer->zero_grad();
         const double was = scaler.scale();
         scaler.update(false);
-        result.losses.push_back(std::numeric_limits<double>::quiet_NaN());
         spdlog::info("step {}: fp16 gradients overflowed at loss scale {:g}: update skipped, scale now {:g} "
                      "({} overflows in total)",
                      state.step + 1, was, scaler.scale(), scaler.overflows());
-      } else if (!std::isfinite(loss) || !std::isfinite(grad_norm)) {
+      } else if (!loss_ok || !norm_ok) {
         optimizer->zero_grad();
         ++state.bad_steps;
         ++state.skipped_steps;
-        result.losses.push_back(std::numeric_limits<double>::quiet_NaN());
+        // NaN vs infinite is told apart only here, on the rare skipped update (a second read).
+        const bool is_nan = poison || read_to_host(torch::stack({stats.isnan().any(), last_grad_norm.isnan()}).any(),
+                                                   result).item<bool>();
         spdlog::warn("step {}: {} loss or gradient, update skipped ({} in a row, {} in total)", state.step + 1,
-                     std::isnan(loss) || std::isnan(grad_norm) ? "NaN" : "infinite", state.bad_steps,
-                     state.skipped_steps);
+                     is_nan ? "NaN" : "infinite", state.bad_steps, state.skipped_steps);
         if (state.bad_steps >= t.max_bad_steps)
           throw DataError("training diverged: " + std::to_string(state.bad_steps) +
                           " updates in a row had a NaN/inf loss (training.max_bad_steps); lower training.lr, "
@@ -498,16 +675,18 @@ struct Trainer::Impl {
         ++state.step;
         saved_at_step = false;
         state.tokens += static_cast<int64_t>(update_tokens);
-        result.losses.push_back(loss);
-        iv_loss += loss * global[0];
-        iv_nll += nll * global[0];
+        pending.skipped = false;
+        pending.stats = stats;
+        pending.counts.assign(global.begin(), global.begin() + static_cast<std::ptrdiff_t>(n_terms));
         iv_count += global[0];
         iv_tokens += update_tokens;
       }
+      pending_updates.push_back(std::move(pending));
       state.elapsed = elapsed_before + std::chrono::duration<double>(Clock::now() - start).count();
 
       // --- progress line and metrics record ---
       if (state.step > 0 && state.step % t.log_every == 0 && iv_count > 0) {
+        const double grad_norm = flush();
         double secs = std::chrono::duration<double>(Clock::now() - iv_start).count();
         double mean_loss = iv_loss / iv_count, mean_nll = iv_nll / iv_count;
         double tok_s = secs > 0 ? iv_tokens / secs : 0;
@@ -578,6 +757,8 @@ struct Trainer::Impl {
       }
     }
 
+    if (!pending_updates.empty()) flush();  // the last updates' losses, for TrainResult
+    if (dump) dump->finish();
     Verdict verdict;
     if (result.stop_reason != "signal" && state.last_valid_step != state.step && state.step > 0)
       verdict = validate(result);

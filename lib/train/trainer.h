@@ -30,6 +30,12 @@ struct TrainerOptions {
   // Testing hook: when it returns true for an update index (0-based, counting skipped updates too), that
   // update's loss is multiplied by NaN, as a diverging model would produce.
   std::function<bool(int64_t)> poison_update;
+  // Testing hook (negative = off): a training batch of more than this many sentences fails with an out-of-memory
+  // c10 error, as a GPU allocator would throw; the trainer retries it as two halves (0: even one sentence fails).
+  int64_t inject_oom_above_sentences = -1;
+  // With the hook above: fail after the batch's backward pass instead of before its forward pass, i.e. with the
+  // batch's gradient already added to .grad (the worst case of an allocation failing during backward).
+  bool inject_oom_after_backward = false;
 };
 
 struct TrainResult {
@@ -42,6 +48,10 @@ struct TrainResult {
   int signal = 0;               // the signal that stopped training, 0 otherwise
   std::vector<double> losses;   // per update of this run: training loss per item (NaN for skipped updates)
   nlohmann::json last_validation;  // empty when training ended without validating
+  // Device-to-host reads of training figures by the loop: one per update (the finite flags) plus one per progress
+  // line and one at the end (the figures accumulated since). Validation's reads are not counted.
+  int64_t host_reads = 0;
+  int64_t oom_retries = 0;      // batches that ran out of memory and were retried as two halves
 };
 
 class Trainer {

@@ -67,8 +67,7 @@ LossTerms TranslationTask::loss(const data::Batch& batch) {
   auto l = label_smoothed_cross_entropy(logits, batch.tgt_out, cfg_.training.label_smoothing, models::kPadId);
   LossTerms t;
   t.sums.push_back(l.loss);
-  t.counts.push_back(static_cast<double>(l.tokens));
-  t.nll = l.nll.item<double>();
+  t.nll = l.nll;
   return t;
 }
 

@@ -23,15 +23,16 @@ ValidationResult evaluate_loss(Task& task, const std::vector<data::Batch>& batch
   ValidationResult r;
   for (const auto& cpu_batch : batches) {
     auto terms = task.loss(cpu_batch.to(device));
+    auto batch_counts = task.counts(cpu_batch);  // from the CPU batch: no device read
     if (sums.empty()) {
       sums.assign(terms.sums.size(), 0.0);
       counts.assign(terms.sums.size(), 0.0);
     }
     for (size_t i = 0; i < terms.sums.size(); ++i) {
       sums[i] += terms.sums[i].item<double>();
-      counts[i] += terms.counts[i];
+      counts[i] += batch_counts[i];
     }
-    nll += terms.nll;
+    nll += terms.nll.item<double>();
     r.sentences += cpu_batch.sentences;
   }
   for (size_t i = 0; i < sums.size(); ++i)

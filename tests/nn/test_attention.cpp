@@ -8,6 +8,7 @@
 
 #include <torch/torch.h>
 
+#include "core/torch_compat.h"
 #include "nn/attention_masks.h"
 #include "nn/attention_scores.h"
 #include "nn/linear_attention.h"
@@ -429,4 +430,82 @@ TEST_CASE("attention masks allow exactly the positions of their definitions") {
   auto p = padding_mask(torch::tensor({5, 7, 0}, torch::kLong).view({1, 3}), 0);
   CHECK(p.sizes() == torch::IntArrayRef({1, 1, 1, 3}));
   CHECK(p[0][0][0][2].item<bool>() == false);
+}
+
+namespace {
+
+// Output of a call and the gradients it sends into the input and every parameter.
+struct OutAndGrads {
+  torch::Tensor out;
+  std::vector<torch::Tensor> grads;
+};
+
+OutAndGrads run_with_grads(parla::nn::MultiHeadAttention& mha, const torch::Tensor& x0,
+                           const std::function<torch::Tensor(const torch::Tensor&)>& call) {
+  mha->zero_grad();
+  auto x = x0.detach().clone().requires_grad_(true);
+  auto out = call(x);
+  // A fixed random projection of the output, so that every output element carries its own gradient.
+  torch::manual_seed(5);
+  (out * torch::randn(out.sizes(), out.options())).sum().backward();
+  OutAndGrads r{out.detach(), {x.grad().clone()}};
+  for (auto& p : mha->parameters()) r.grads.push_back(p.grad().clone());
+  return r;
+}
+
+void check_close(const OutAndGrads& a, const OutAndGrads& b) {
+  CHECK_FALSE(torch::isnan(a.out).any().item<bool>());
+  CHECK(torch::allclose(a.out, b.out, 1e-5, 1e-5));
+  REQUIRE(a.grads.size() == b.grads.size());
+  for (size_t i = 0; i < a.grads.size(); ++i) {
+    CHECK_FALSE(torch::isnan(a.grads[i]).any().item<bool>());
+    INFO("gradient " << i << ": max difference " << (a.grads[i] - b.grads[i]).abs().max().item<double>());
+    CHECK(torch::allclose(a.grads[i], b.grads[i], 1e-5, 1e-5));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("fused attention (no weights requested) equals the explicit path in output and gradients") {
+  using namespace parla::nn;
+  // Where this LibTorch has no fused kernel (1.13) the compat function says so and both calls below run the
+  // explicit path; with LibTorch 2 the call without weights runs scaled_dot_product_attention.
+  auto probe = torch::randn({1, 1, 2, 4});
+  CHECK(parla::compat::scaled_dot_product_attention(probe, probe, probe, {}, 0.0, false).defined() ==
+        parla::compat::has_fused_attention());
+  torch::manual_seed(3);
+  MultiHeadAttentionOptions o;
+  o.d_model = 16;
+  o.heads = 4;
+  MultiHeadAttention self_attn(o);
+  o.self_attention = false;
+  MultiHeadAttention cross_attn(o);
+  auto x = torch::randn({3, 5, 16});
+  auto memory = torch::randn({3, 6, 16});
+  // Row 0 full, row 1 padded, row 2 with no valid key at all (the explicit path gives zeros there).
+  auto valid = torch::tensor({1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0}, torch::kBool).view({3, 5});
+  auto mem_valid = torch::tensor({1, 1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0}, torch::kBool).view({3, 6});
+  torch::Tensor w;  // asking for the weights forces the explicit path
+  for (bool causal : {false, true}) {
+    for (bool padded : {false, true}) {
+      INFO("causal " << causal << ", padding " << padded);
+      torch::Tensor kv = padded ? valid : torch::Tensor();
+      auto fused = run_with_grads(self_attn, x, [&](const torch::Tensor& in) {
+        return self_attn->self_attend(in, kv, causal);
+      });
+      auto explicit_path = run_with_grads(self_attn, x, [&](const torch::Tensor& in) {
+        return self_attn->self_attend(in, kv, causal, &w);
+      });
+      check_close(fused, explicit_path);
+      // No key, no output: zero attention, and out_proj's bias starts at zero.
+      if (padded) CHECK(fused.out[2].abs().max().item<double>() == 0.0);
+    }
+  }
+  auto cross = [&](torch::Tensor* weights) {
+    return [&, weights](const torch::Tensor& in) {
+      auto [k, v] = cross_attn->project_memory(memory);
+      return cross_attn->cross_attend(in, k, v, mem_valid, weights);
+    };
+  };
+  check_close(run_with_grads(cross_attn, x, cross(nullptr)), run_with_grads(cross_attn, x, cross(&w)));
 }

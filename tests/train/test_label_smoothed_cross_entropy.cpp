@@ -37,7 +37,7 @@ TEST_CASE("label-smoothed cross entropy equals the explicit smoothed-distributio
   auto target = torch::tensor({4, 0, 2, 6, 0, 1}, torch::kLong);  // 0 is padding
   for (double eps : {0.0, 0.1, 0.3}) {
     auto out = label_smoothed_cross_entropy(logits.view({2, 3, 7}), target.view({2, 3}), eps, 0);
-    CHECK(out.tokens == 4);
+    CHECK(out.tokens.item<int64_t>() == 4);
     CHECK(out.loss.item<double>() == Approx(naive_loss(logits, target, eps, 0)).epsilon(1e-5));
     CHECK(out.nll.item<double>() == Approx(naive_loss(logits, target, 0.0, 0)).epsilon(1e-5));
   }

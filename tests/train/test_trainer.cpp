@@ -1,14 +1,17 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include <torch/torch.h>
 
 #include "core/error.h"
 #include "models/checkpoint.h"
+#include "models/factory.h"
 #include "support/cuda.h"
 #include "support/run.h"
 #include "toy_dataset.h"
@@ -268,4 +271,123 @@ TEST_CASE("parla-train refuses a GPU it cannot use, and cuda:N in a data-paralle
     CHECK(single.exit_code == 2);
     CHECK(single.err.find("runtime.device") != std::string::npos);
   }
+}
+
+namespace {
+
+// A toy config without dropout: a batch retried as halves draws other dropout masks, so only a dropout-free run
+// can be compared with one that was not split.
+Config no_dropout_config(const std::string& data, const std::string& save) {
+  Config cfg = parla::test::toy_config(data, save);
+  cfg.model.dropout = 0;
+  cfg.training.max_steps = 15;
+  cfg.training.update_freq = 2;
+  cfg.training.clip_norm = 0.5;  // the device-side clipping factor takes part
+  cfg.training.valid_every = 0;
+  return cfg;
+}
+
+std::map<std::string, torch::Tensor> final_weights(const Config& cfg) {
+  auto model = parla::models::build_seq2seq(cfg.model, 24, 24);
+  parla::models::load_weights(cfg.training.save_dir + "/checkpoint_last.pt", *model);
+  std::map<std::string, torch::Tensor> out;
+  for (const auto& p : model->named_parameters()) out[p.key()] = p.value().detach().clone();
+  return out;
+}
+
+void check_same_run(const parla::train::TrainResult& a, const parla::train::TrainResult& b, const Config& ca,
+                    const Config& cb) {
+  REQUIRE(a.losses.size() == b.losses.size());
+  for (size_t i = 0; i < a.losses.size(); ++i) CHECK(b.losses[i] == Approx(a.losses[i]).epsilon(1e-6));
+  auto wa = final_weights(ca), wb = final_weights(cb);
+  REQUIRE(wa.size() == wb.size());
+  // The key projections' biases are left out: softmax is invariant to adding a constant to a row of scores, so
+  // their exact gradient is zero and what they get is rounding noise, which Adam scales up to steps of size lr.
+  const int64_t d = ca.model.d_model;
+  auto without_key_bias = [d](const std::string& name, const torch::Tensor& w) {
+    auto ends_with = [&](const std::string& s) {
+      return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+    };
+    if (ends_with("qkv_proj.bias")) return torch::cat({w.narrow(0, 0, d), w.narrow(0, 2 * d, d)});  // Q, V
+    if (ends_with("kv_proj.bias")) return w.narrow(0, d, d);                                       // V
+    return w;
+  };
+  for (const auto& [name, w] : wa) {
+    auto x = without_key_bias(name, w), y = without_key_bias(name, wb.at(name));
+    INFO(name << ": max difference " << (x - y).abs().max().item<double>());
+    CHECK(torch::allclose(x, y, /*rtol=*/1e-4, /*atol=*/1e-5));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("a batch that runs out of memory is retried as halves and gives the same update") {
+  auto data = parla::test::toy_dataset("oom-data");
+  Config plain = no_dropout_config(data, "oom-plain");
+  auto rp = Trainer(plain, {}).run();
+  CHECK(rp.oom_retries == 0);
+
+  SECTION("out of memory before the forward pass") {
+    Config split = no_dropout_config(data, "oom-forward");
+    TrainerOptions o;
+    o.inject_oom_above_sentences = 10;  // toy batches hold about 40 sentences: split two or three times
+    auto rs = Trainer(split, o).run();
+    CHECK(rs.oom_retries >= 2 * 15);
+    check_same_run(rp, rs, plain, split);
+  }
+  SECTION("out of memory after backward added the batch's gradient: the update starts over") {
+    // Were the partial gradient kept, the batch would count twice (or more) and the losses would part at once.
+    Config split = no_dropout_config(data, "oom-backward");
+    TrainerOptions o;
+    o.inject_oom_above_sentences = 10;
+    o.inject_oom_after_backward = true;
+    auto rs = Trainer(split, o).run();
+    CHECK(rs.oom_retries >= 2 * 15);
+    check_same_run(rp, rs, plain, split);
+  }
+}
+
+TEST_CASE("a single sentence that runs out of memory is a data error naming training.batch_tokens") {
+  auto data = parla::test::toy_dataset("oom-one-data");
+  Config cfg = no_dropout_config(data, "oom-one");
+  TrainerOptions o;
+  o.inject_oom_above_sentences = 0;
+  CHECK_THROWS_AS(Trainer(cfg, o).run(), parla::DataError);
+  CHECK_THROWS_WITH(Trainer(no_dropout_config(data, "oom-one-b"), o).run(),
+                    Catch::Contains("training.batch_tokens") && Catch::Contains("single sentence"));
+}
+
+TEST_CASE("the training loop reads the device once per update and once per progress line") {
+  // What this proves: every read the loop makes of training figures goes through one counted function, and the
+  // loop calls it that often. It cannot see reads hidden inside a task's loss (those were removed by hand:
+  // LossTerms holds tensors only) or synchronisations that are not reads (a pageable host-to-device copy).
+  auto data = parla::test::toy_dataset("reads-data");
+  Config cfg = parla::test::toy_config(data, "reads");
+  cfg.training.max_steps = 20;
+  cfg.training.log_every = 5;
+  cfg.training.valid_every = 0;
+  cfg.training.update_freq = 3;
+  auto r = Trainer(cfg, {}).run();
+  CHECK(r.steps == 20);
+  CHECK(r.host_reads == 20 + 20 / 5);  // the last progress line (step 20) leaves nothing to read at the end
+  REQUIRE(r.losses.size() == 20);
+  for (double l : r.losses) CHECK(std::isfinite(l));
+  // The interval means of metrics.jsonl are the per-update losses weighted by their token counts; the first
+  // interval's mean lies within the range of its five losses.
+  auto logged = metric_losses(cfg.training.save_dir);
+  REQUIRE(logged.size() == 4);
+  CHECK(logged[0] >= *std::min_element(r.losses.begin(), r.losses.begin() + 5));
+  CHECK(logged[0] <= *std::max_element(r.losses.begin(), r.losses.begin() + 5));
+
+  Config every = parla::test::toy_config(data, "reads-every");
+  every.training.max_steps = 7;
+  every.training.valid_every = 0;
+  TrainerOptions o;
+  o.poison_update = [](int64_t i) { return i == 3; };  // skipped: known NaN, so no second read to tell NaN from inf
+  auto re = Trainer(every, o).run();
+  CHECK(re.steps == 7);
+  CHECK(re.skipped_steps == 1);
+  CHECK(std::isnan(re.losses[3]));
+  // 8 updates (a flag read each) and 7 progress lines.
+  CHECK(re.host_reads == 8 + 7);
 }

@@ -53,6 +53,7 @@ struct TrainingConfig {
   int keep_last = 5;               // how many checkpoint_<step>.pt to keep
   int log_every = 100;             // steps between progress lines
   std::string metrics_file = "metrics.jsonl";  // JSON lines in save_dir
+  std::string dump_batches;        // file of every training batch (rank 0), for the reference peer ("" = off)
   std::string init_encoder_from;   // BERT checkpoint whose encoder initialises a translation model
 
   // BERT pretraining (Devlin et al. 2019, section 3.1).
