@@ -41,7 +41,6 @@ if [ -d "$ROOT/.device/debs" ] && ! dpkg-query -W libspdlog-dev >/dev/null 2>&1;
 fi
 TORCH_PREFIX=$(python3 -W ignore -c 'import os, torch; print(torch.utils.cmake_prefix_path + ";" + os.path.dirname(torch.__file__))' 2>/dev/null)
 BIN=$BUILD/bin
-export PARLA_NO_REEXEC=${PARLA_NO_REEXEC:-0}
 
 phase_build() {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
