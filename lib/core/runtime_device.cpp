@@ -1,6 +1,7 @@
 #include "core/runtime_device.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
+#include <c10/util/Exception.h>
 #include <torch/cuda.h>
 
 #include "core/error.h"
@@ -100,6 +101,12 @@ AutocastScope::~AutocastScope() {
   compat::set_autocast(type_, was_enabled_, was_dtype_);
   // The cast cache holds low-precision copies of the weights for the scope's duration only.
   if (at::autocast::decrement_nesting() == 0) at::autocast::clear_cache();
+}
+
+bool is_out_of_memory(const std::exception& e) {
+  if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
+  const std::string m = e.what();
+  return m.find("out of memory") != std::string::npos || m.find("can't allocate") != std::string::npos;
 }
 
 std::string describe_device(const c10::Device& device) {

@@ -3,6 +3,7 @@
 // and decoding.precision into a torch::Device and an autocast setting, and refuses what cannot run here with a
 // ConfigError naming the key or flag (exit 2). Every executable, the trainer and the translator ask here; nothing
 // else reads those keys.
+#include <exception>
 #include <string>
 
 #include <c10/core/Device.h>
@@ -48,6 +49,11 @@ class AutocastScope {
   bool was_enabled_ = false;
   c10::ScalarType was_dtype_ = c10::ScalarType::Float;
 };
+
+// Whether a LibTorch error is an allocation failure: c10::OutOfMemoryError (CUDA's allocator), or the CPU
+// allocator's "DefaultCPUAllocator: can't allocate" (a plain c10::Error). Training retries such a batch in halves,
+// translation names the batch keys.
+bool is_out_of_memory(const std::exception& e);
 
 // "NVIDIA H100 80GB HBM3 (cuda:0)" or "CPU": for logs and benchmark reports.
 std::string describe_device(const c10::Device& device);

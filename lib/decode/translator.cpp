@@ -37,11 +37,6 @@ torch::Tensor make_batch(const std::vector<std::vector<int>>& ids, const std::ve
   return src;
 }
 
-// CUDA's allocator says "CUDA out of memory", the CPU's "DefaultCPUAllocator: can't allocate".
-bool is_out_of_memory(const std::string& what) {
-  return what.find("out of memory") != std::string::npos || what.find("can't allocate") != std::string::npos;
-}
-
 }  // namespace
 
 Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, text::SentencePieceVocab source_vocab,
@@ -173,7 +168,7 @@ TranslationStats Translator::translate_stream(std::istream& in, std::ostream& ou
     try {
       done = translate_lines(lines, first);
     } catch (const c10::Error& e) {
-      if (!is_out_of_memory(e.what())) throw;
+      if (!runtime::is_out_of_memory(e)) throw;
       throw out_of_memory();
     } catch (const std::bad_alloc&) {
       throw out_of_memory();

@@ -100,13 +100,6 @@ void copy_atomically(const std::string& from, const std::string& to) {
   if (ec) throw IoError("cannot write '" + to + "': " + ec.message());
 }
 
-bool is_oom(const std::exception& e) {
-  if (dynamic_cast<const c10::OutOfMemoryError*>(&e)) return true;
-  std::string m = e.what();
-  return m.find("out of memory") != std::string::npos || m.find("DefaultCPUAllocator: can't allocate") !=
-                                                              std::string::npos;
-}
-
 // Rows [start, start + n) of a batch, without the padding columns that only longer rows needed.
 data::Batch batch_rows(const data::Batch& b, int64_t start, int64_t n) {
   auto rows = [&](const torch::Tensor& x) { return x.defined() ? x.narrow(0, start, n).contiguous() : x; };
@@ -452,7 +445,7 @@ struct Trainer::Impl {
       try {
         stats.add_(train_on_batch(todo.front(), global, poison, loss_scaling, in_backward));
       } catch (const c10::Error& e) {
-        if (!is_oom(e)) throw;
+        if (!runtime::is_out_of_memory(e)) throw;
         oom = true;
       } catch (const std::bad_alloc&) {
         oom = true;
@@ -522,10 +515,10 @@ struct Trainer::Impl {
     // Interval figures for progress lines.
     double iv_loss = 0, iv_nll = 0, iv_count = 0, iv_tokens = 0;
     auto iv_start = Clock::now();
-    // Updates whose figures are still on the device, and the last update's gradient norm (what progress lines
-    // report).
     std::unique_ptr<BatchDumpWriter> dump;
     if (master && !t.dump_batches.empty()) dump = std::make_unique<BatchDumpWriter>(t.dump_batches);
+    // Updates whose figures are still on the device, and the last update's gradient norm (what progress lines
+    // report).
     std::vector<PendingUpdate> pending_updates;
     torch::Tensor last_grad_norm;
     // Reads the pending figures in one copy and does the host arithmetic the loop did per update before (the same

@@ -1,7 +1,10 @@
 // runtime_device: where a process computes and in which precision, and the ConfigErrors that name the key or flag.
 #include <catch2/catch.hpp>
 
+#include <stdexcept>
+
 #include <torch/cuda.h>
+#include <torch/torch.h>
 
 #include "core/error.h"
 #include "core/runtime_device.h"
@@ -71,4 +74,31 @@ TEST_CASE("resolve_precision: fp32 and bf16 on a CPU, while fp16 on a CPU and un
   CHECK_THROWS_AS(resolve_precision("fp16", cpu, "decoding.precision"), ConfigError);
   CHECK_THROWS_WITH(resolve_precision("fp16", cpu, "decoding.precision"), Catch::Contains("decoding.precision"));
   CHECK_THROWS_WITH(resolve_precision("int8", cpu, "training.precision"), Catch::Contains("training.precision"));
+}
+
+TEST_CASE("is_out_of_memory: CUDA's OutOfMemoryError and the CPU allocator's failure, nothing else") {
+  using parla::runtime::is_out_of_memory;
+  bool cuda_oom = false, other = true;
+  try {
+    TORCH_CHECK_WITH(OutOfMemoryError, false, "CUDA out of memory. Tried to allocate 2.00 GiB");
+  } catch (const std::exception& e) {
+    cuda_oom = is_out_of_memory(e);
+  }
+  CHECK(cuda_oom);
+  bool cpu_oom = false;
+  try {
+    // What the CPU allocator really throws for an impossible size (a plain c10::Error).
+    auto t = torch::empty({int64_t{1} << 40, int64_t{1} << 20}, torch::kFloat);
+    (void)t;
+  } catch (const std::exception& e) {
+    cpu_oom = is_out_of_memory(e);
+  }
+  CHECK(cpu_oom);
+  try {
+    TORCH_CHECK(false, "shape mismatch");
+  } catch (const std::exception& e) {
+    other = is_out_of_memory(e);
+  }
+  CHECK_FALSE(other);
+  CHECK_FALSE(is_out_of_memory(std::runtime_error("cannot read file")));
 }
