@@ -1,6 +1,7 @@
 // parla-train: trains a translation model (Transformer or RNN) or a BERT encoder on a parla-preprocess dataset,
-// from the shared JSON config. Flags map onto the `data`, `training` and `runtime` sections; the work is
-// parla::train::Trainer. `parla-train average` averages checkpoints (fairseq's average_checkpoints.py).
+// from the shared JSON config. Its flags are those of the `training` and `runtime` config keys and data.dir
+// (core/schema_flags.h); the work is parla::train::Trainer. `parla-train average` averages checkpoints
+// (fairseq's average_checkpoints.py).
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "core/app.h"
 #include "core/config.h"
 #include "core/runtime.h"
+#include "core/schema_flags.h"
 #include "train/checkpoint_average.h"
 #include "train/trainer.h"
 
@@ -29,31 +31,15 @@ int main(int argc, char** argv) {
       "Example: parla-train -c config.json --data data/de-en -o runs/base --max-steps 100000",
       "parla-train");
   parla::app::add_config_flags(cli, flags);
-  std::string data_dir, save_dir, resume, device, precision, init_encoder;
-  int64_t max_steps = 0, seed = 0;
-  int max_epochs = 0, threads = 0, batch_tokens = 0, update_freq = 0;
-  double lr = 0, max_time = 0;
+  // The flags of the `training` and `runtime` keys and data.dir come from the schema (docs/CONFIG.md).
+  parla::app::SchemaFlags schema_flags(cli, {"data.dir", "training", "runtime"});
+  std::string resume;
   bool overwrite = false;
-  cli.add_option("--data", data_dir, "Dataset directory written by parla-preprocess (data.dir)");
-  cli.add_option("-o,--save-dir", save_dir, "Output directory for checkpoints and logs (training.save_dir)");
   auto* resume_opt =
       cli.add_option("--resume", resume,
                      "Continue training from a checkpoint: PATH, or without a value SAVE_DIR/checkpoint_last.pt")
           ->expected(0, 1);
   cli.add_flag("--overwrite", overwrite, "Start fresh even if --save-dir already holds a checkpoint_last.pt");
-  cli.add_option("--max-steps,--max-update", max_steps, "Stop after this many updates (training.max_steps)");
-  cli.add_option("--max-epochs,--max-epoch", max_epochs, "Stop after this many epochs (training.max_epochs)");
-  cli.add_option("--max-time", max_time, "Stop after this many minutes of training (training.max_time)");
-  cli.add_option("--lr", lr, "Peak learning rate (training.lr)");
-  cli.add_option("--batch-tokens,--max-tokens", batch_tokens, "Token budget per batch (training.batch_tokens)");
-  cli.add_option("--update-freq", update_freq, "Batches accumulated per update (training.update_freq)");
-  cli.add_option("--init-encoder-from", init_encoder,
-                 "BERT checkpoint whose encoder initialises the model (training.init_encoder_from)");
-  cli.add_option("--seed", seed, "Random seed (runtime.seed)");
-  cli.add_option("--threads", threads, "Compute threads, 0 = all cores (runtime.threads)");
-  cli.add_option("--device", device, "cpu, cuda, cuda:N or auto (runtime.device)");
-  cli.add_option("--precision", precision,
-                 "fp32, bf16 or fp16 (CUDA; dynamic loss scaling): autocast of forward and loss (training.precision)");
 
   // parla-train average -o OUT CKPT...
   std::string average_out;
@@ -80,22 +66,7 @@ int main(int argc, char** argv) {
       return 0;
     }
     auto builder = parla::app::start_config(flags);
-    auto set_str = [&](const char* key, const std::string& v, const char* flag) {
-      if (!v.empty()) builder.set(key, v, flag);
-    };
-    set_str("data.dir", data_dir, "--data");
-    set_str("training.save_dir", save_dir, "--save-dir");
-    set_str("training.init_encoder_from", init_encoder, "--init-encoder-from");
-    set_str("runtime.device", device, "--device");
-    set_str("training.precision", precision, "--precision");
-    parla::app::set_if_given(cli, builder, "--max-steps", "training.max_steps", max_steps);
-    parla::app::set_if_given(cli, builder, "--max-epochs", "training.max_epochs", max_epochs);
-    parla::app::set_if_given(cli, builder, "--max-time", "training.max_time", max_time);
-    parla::app::set_if_given(cli, builder, "--lr", "training.lr", lr);
-    parla::app::set_if_given(cli, builder, "--batch-tokens", "training.batch_tokens", batch_tokens);
-    parla::app::set_if_given(cli, builder, "--update-freq", "training.update_freq", update_freq);
-    parla::app::set_if_given(cli, builder, "--seed", "runtime.seed", seed);
-    parla::app::set_if_given(cli, builder, "--threads", "runtime.threads", threads);
+    schema_flags.apply(builder);
     parla::Config config = builder.build();
     if (parla::app::dump_config_if_asked(flags, config)) return 0;
     parla::train::check_training_config(config);

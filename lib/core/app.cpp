@@ -57,7 +57,8 @@ int run(CLI::App& cli, CommonFlags& flags, int argc, char** argv, const std::fun
     std::cerr << flags.program << ": error: out of memory" << std::endl;
     return kExitDataError;
   } catch (const std::exception& e) {
-    std::cerr << flags.program << ": error: " << e.what() << std::endl;
+    // An exception no layer wrapped (LibTorch's, most likely): its first line, the rest at --log-level debug.
+    std::cerr << flags.program << ": error: " << brief_reason(e) << std::endl;
     return kExitDataError;
   }
 }

@@ -29,17 +29,9 @@ void add_config_flags(CLI::App& cli, CommonFlags& flags);
 // on stderr: CLI11 parse errors and ConfigError/UsageError -> 2, DataError/IoError -> 1, out of memory -> 1.
 int run(CLI::App& cli, CommonFlags& flags, int argc, char** argv, const std::function<int()>& body);
 
-// Starts the effective config from --config and --set; the app then applies its own named flags with
-// builder.set(...) and calls builder.build().
+// Starts the effective config from --config and --set; the app then applies its named flags (SchemaFlags::apply)
+// and calls builder.build().
 config::ConfigBuilder start_config(const CommonFlags& flags);
-
-// An app's named flag maps onto a config key: when the user gave `flag`, sets `key` to `value` with the flag as
-// its origin (so errors and --dump-config name it); an absent flag leaves the file's value or the default.
-template <class T>
-void set_if_given(const CLI::App& cli, config::ConfigBuilder& builder, const std::string& flag,
-                  const std::string& key, const T& value) {
-  if (cli.count(flag)) builder.set(key, value, flag);
-}
 
 // With --dump-config, prints the effective config as JSON to stdout and returns true (the app exits 0).
 bool dump_config_if_asked(const CommonFlags& flags, const Config& c);

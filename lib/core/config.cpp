@@ -1,5 +1,6 @@
 #include "core/config.h"
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <sstream>
@@ -161,6 +162,11 @@ json to_json(const Config& c) {
   return out;
 }
 
+std::vector<KeyInfo> section_keys(const std::string& section) {
+  const Section* sec = find_section(section);
+  return sec ? sec->keys : std::vector<KeyInfo>{};
+}
+
 std::vector<std::string> all_keys() {
   std::vector<std::string> keys;
   for (const auto& sec : sections())
@@ -175,14 +181,22 @@ std::string reference_markdown() {
      << "(repeatable; the value is JSON, or a bare string). Precedence: defaults < file < `--set` and named flags. "
      << "`--dump-config` prints the effective config. Unknown keys, wrong types and out-of-range values are "
      << "rejected with exit code 2 before any work starts.\n\n"
+     << "The column *flags* gives a key's command-line names; each executable offers those of the sections it "
+     << "reads (its `--help` lists them), and a flag overrides the file like `--set`.\n\n"
      << "This file is generated from the schema in `lib/core/config/` (`tools/gen-config-doc.sh`); a test "
      << "checks that it is current.\n";
   for (const auto& sec : sections()) {
     os << "\n## `" << sec.name << "`\n\n" << sec.doc << "\n\n";
-    os << "| key | type | default | allowed | meaning |\n|---|---|---|---|---|\n";
+    os << "| key | flags | type | default | allowed | meaning |\n|---|---|---|---|---|---|\n";
     for (const auto& k : sec.keys) {
-      os << "| `" << k.key << "` | " << k.type << " | `" << k.default_value.dump() << "` | " << k.constraint
-         << " | " << k.doc << " |\n";
+      std::string flags;
+      for (size_t start = 0; start < k.flags.size();) {
+        size_t comma = std::min(k.flags.find(',', start), k.flags.size());
+        flags += (flags.empty() ? "`" : ", `") + k.flags.substr(start, comma - start) + "`";
+        start = comma + 1;
+      }
+      os << "| `" << k.key << "` | " << flags << " | " << k.type << " | `" << k.default_value.dump() << "` | "
+         << k.constraint << " | " << k.doc << " |\n";
     }
   }
   return os.str();

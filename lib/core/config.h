@@ -57,6 +57,8 @@ class ConfigBuilder {
 
 // The effective config as JSON (every key, defaults included): --dump-config, checkpoints, meta.json.
 json to_json(const Config& c);
+// The keys of one section ("decoding", "data.clean"); empty for an unknown section.
+std::vector<KeyInfo> section_keys(const std::string& section);
 // Every dotted key, for suggestions and docs.
 std::vector<std::string> all_keys();
 // The Markdown reference of every section and key (docs/CONFIG.md is this text).

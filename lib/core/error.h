@@ -41,4 +41,11 @@ class IoError : public Error {
   explicit IoError(const std::string& m) : Error(m, kExitDataError) {}
 };
 
+// What a message that wraps someone else's exception quotes of it: its first line. LibTorch's c10::Error appends
+// "Exception raised from valid at ...cc:177 (most recent call first): frame #0: ..." to its message, which says
+// nothing to a user; the whole text is logged at debug level (--log-level debug).
+std::string brief_reason(const std::exception& e);
+// The same for a text: up to the first line break or "Exception raised from", trimmed, at most 300 characters.
+std::string first_line(const std::string& text);
+
 }  // namespace parla

@@ -38,7 +38,7 @@ void open_archive(const std::string& path, torch::serialize::InputArchive& archi
   try {
     archive.load_from(path, device);
   } catch (const std::exception& e) {
-    throw DataError(path + ": not a readable checkpoint (" + std::string(e.what()).substr(0, 200) + ")");
+    throw DataError(path + ": not a readable checkpoint (" + brief_reason(e) + ")");
   }
   c10::IValue format, text;
   if (!archive.try_read("parla_format", format) || !format.isInt() || !archive.try_read("parla_meta", text) ||
@@ -131,7 +131,7 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, const Mo
     archive.save_to(tmp);
   } catch (const std::exception& e) {
     std::remove(tmp.c_str());
-    throw IoError(path + ": cannot write checkpoint (" + std::string(e.what()).substr(0, 200) + ")");
+    throw IoError(path + ": cannot write checkpoint (" + brief_reason(e) + ")");
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());

@@ -54,10 +54,8 @@ long env_int(const char* name, const char* value, long lo, long hi) {
 void run(const char* what, const std::function<c10::intrusive_ptr<c10d::Work>()>& op) {
   try {
     op()->wait();
-  } catch (const c10::Error& e) {
-    throw IoError(std::string("distributed ") + what + " failed: " + e.what_without_backtrace());
   } catch (const std::exception& e) {
-    throw IoError(std::string("distributed ") + what + " failed: " + e.what());
+    throw IoError(std::string("distributed ") + what + " failed: " + brief_reason(e));
   }
 }
 
@@ -167,13 +165,9 @@ std::shared_ptr<DataParallel> DataParallel::create(int rank, int world_size, con
       opts->threads = 2;
       group->pg = c10::make_intrusive<c10d::ProcessGroupGloo>(group->store, rank, world_size, opts);
     }
-  } catch (const c10::Error& e) {
-    throw IoError("distributed rendezvous at " + master_addr + ":" + std::to_string(master_port) + " (rank " +
-                  std::to_string(rank) + " of " + std::to_string(world_size) +
-                  ") failed: " + e.what_without_backtrace());
   } catch (const std::exception& e) {
     throw IoError("distributed rendezvous at " + master_addr + ":" + std::to_string(master_port) + " (rank " +
-                  std::to_string(rank) + " of " + std::to_string(world_size) + ") failed: " + e.what());
+                  std::to_string(rank) + " of " + std::to_string(world_size) + ") failed: " + brief_reason(e));
   }
   // Only rank 0 logs progress (its log is the run's log); the others keep warnings and errors.
   if (rank != 0) spdlog::set_level(spdlog::level::warn);

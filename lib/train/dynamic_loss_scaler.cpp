@@ -57,7 +57,7 @@ bool DynamicLossScaler::load(torch::serialize::InputArchive& archive, const std:
     good_updates_ = j.at("good_updates").get<int64_t>();
     overflows_ = j.at("overflows").get<int64_t>();
   } catch (const std::exception& e) {
-    throw DataError("'" + path + "': corrupt loss_scaler entry (" + e.what() + ")");
+    throw DataError("'" + path + "': corrupt loss_scaler entry (" + brief_reason(e) + ")");
   }
   return true;
 }

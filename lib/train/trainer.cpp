@@ -580,7 +580,7 @@ struct Trainer::Impl {
         for (int64_t i = begin; i < end; ++i)
           if (dp->owns_batch(i)) batches.push_back(task->train_batch(plan[static_cast<size_t>(i)], state.epoch));
       } catch (const c10::Error& e) {
-        throw DataError(std::string("reading training batch: ") + e.what_without_backtrace());
+        throw DataError(std::string("reading training batch: ") + brief_reason(e));
       }
       // Item counts per term (known before the forward pass), the shutdown flag and the tokens, summed over
       // ranks in one collective.

@@ -6,6 +6,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config.h"
 #include "support/run.h"
 #include "support/temp_dir.h"
 
@@ -115,4 +116,110 @@ TEST_CASE("every shipped recipe in configs/ is a valid config for every executab
     }
   }
   CHECK(checked >= 8);  // quickstart, europarl, rnn, bert, and the Multi30k transformer, rnn, bert, bert-init
+}
+
+namespace {
+// One flag spelling and the config value it must produce, read back with --dump-config.
+struct Spelling {
+  std::vector<std::string> args;
+  std::string section, key;
+  nlohmann::json expected;
+};
+
+void check_spellings(const char* app, const std::vector<Spelling>& spellings) {
+  for (const auto& s : spellings) {
+    std::vector<std::string> args = s.args;
+    args.push_back("--dump-config");
+    INFO(app << " " << s.args[0]);
+    auto r = run(app, args);
+    REQUIRE(r.exit_code == 0);
+    auto j = nlohmann::json::parse(r.out);
+    CHECK(j[s.section][s.key] == s.expected);
+  }
+}
+}  // namespace
+
+TEST_CASE("every flag spelling and alias the apps had before the schema declared them still works") {
+  check_spellings("parla-translate",
+                  {{{"-b", "3"}, "decoding", "beam_size", 3},
+                   {{"--beam-size", "4"}, "decoding", "beam_size", 4},
+                   {{"-b", "4", "-n", "2"}, "decoding", "n_best", 2},
+                   {{"-b", "4", "--n-best", "3"}, "decoding", "n_best", 3},
+                   {{"--normalize", "0.1"}, "decoding", "length_penalty", 0.1},
+                   {{"--length-penalty", "0.2"}, "decoding", "length_penalty", 0.2},
+                   {{"--lenpen", "0.3"}, "decoding", "length_penalty", 0.3},
+                   {{"--max-length-factor", "1.5"}, "decoding", "max_length_factor", 1.5},
+                   {{"--max-length-offset", "7"}, "decoding", "max_length_offset", 7},
+                   {{"--min-length", "2"}, "decoding", "min_length", 2},
+                   {{"--max-input-length", "50"}, "decoding", "max_input_length", 50},
+                   {{"--batch-size", "9"}, "decoding", "batch_size", 9},
+                   {{"--mini-batch", "10"}, "decoding", "batch_size", 10},
+                   {{"--batch-tokens", "900"}, "decoding", "batch_tokens", 900},
+                   {{"--max-tokens", "901"}, "decoding", "batch_tokens", 901},
+                   {{"--maxi-batch", "4"}, "decoding", "maxi_batch", 4},
+                   {{"--line-buffered"}, "decoding", "line_buffered", true},
+                   {{"--alignment", "hard"}, "decoding", "alignment", "hard"},
+                   {{"--sampling"}, "decoding", "sampling", true},
+                   {{"--temperature", "0.7"}, "decoding", "temperature", 0.7},
+                   {{"--top-k", "5"}, "decoding", "top_k", 5},
+                   {{"--precision", "bf16"}, "decoding", "precision", "bf16"},
+                   {{"--seed", "11"}, "runtime", "seed", 11},
+                   {{"--threads", "1"}, "runtime", "threads", 1},
+                   {{"--cpu-threads", "2"}, "runtime", "threads", 2},
+                   {{"--device", "auto"}, "runtime", "device", "auto"}});
+  check_spellings("parla-train",
+                  {{{"--data", "d"}, "data", "dir", "d"},
+                   {{"-o", "r1"}, "training", "save_dir", "r1"},
+                   {{"--save-dir", "r2"}, "training", "save_dir", "r2"},
+                   {{"--max-steps", "12"}, "training", "max_steps", 12},
+                   {{"--max-update", "13"}, "training", "max_steps", 13},
+                   {{"--max-epochs", "2"}, "training", "max_epochs", 2},
+                   {{"--max-epoch", "3"}, "training", "max_epochs", 3},
+                   {{"--max-time", "1.5"}, "training", "max_time", 1.5},
+                   {{"--lr", "0.001"}, "training", "lr", 0.001},
+                   {{"--batch-tokens", "800"}, "training", "batch_tokens", 800},
+                   {{"--max-tokens", "801"}, "training", "batch_tokens", 801},
+                   {{"--update-freq", "2"}, "training", "update_freq", 2},
+                   {{"--init-encoder-from", "b.pt"}, "training", "init_encoder_from", "b.pt"},
+                   {{"--precision", "bf16"}, "training", "precision", "bf16"},
+                   {{"--seed", "5"}, "runtime", "seed", 5},
+                   {{"--threads", "1"}, "runtime", "threads", 1},
+                   {{"--device", "cpu"}, "runtime", "device", "cpu"}});
+  check_spellings("parla-preprocess",
+                  {{{"--prefix", "corpus"}, "data", "train_prefix", "corpus"},
+                   {{"-s", "de"}, "data", "src_lang", "de"},
+                   {{"--src-lang", "fr"}, "data", "src_lang", "fr"},
+                   {{"--source-lang", "it"}, "data", "src_lang", "it"},
+                   {{"-t", "en"}, "data", "tgt_lang", "en"},
+                   {{"--tgt-lang", "es"}, "data", "tgt_lang", "es"},
+                   {{"--target-lang", "pt"}, "data", "tgt_lang", "pt"},
+                   {{"--train-src", "a.de"}, "data", "train_src", "a.de"},
+                   {{"--train-tgt", "a.en"}, "data", "train_tgt", "a.en"},
+                   {{"--valid-prefix", "v"}, "data", "valid_prefix", "v"},
+                   {{"--test-prefix", "t"}, "data", "test_prefix", "t"},
+                   {{"-o", "o1"}, "data", "dir", "o1"},
+                   {{"--output", "o2"}, "data", "dir", "o2"},
+                   {{"--destdir", "o3"}, "data", "dir", "o3"},
+                   {{"--vocab-size", "900"}, "vocab", "vocab_size", 900},
+                   {{"--model-type", "bpe"}, "vocab", "model_type", "bpe"}});
+}
+
+TEST_CASE("--help lists every flag of the keys an app exposes, with the key it sets") {
+  const std::pair<const char*, std::vector<std::string>> apps[] = {
+      {"parla-translate", {"decoding", "runtime"}},
+      {"parla-train", {"training", "runtime"}},
+      {"parla-preprocess", {"data", "vocab"}}};
+  for (const auto& [app, sections] : apps) {
+    auto help = run(app, {"--help"});
+    REQUIRE(help.exit_code == 0);
+    for (const auto& section : sections) {
+      for (const auto& k : parla::config::section_keys(section)) {
+        if (k.flags.empty()) continue;
+        INFO(app << ": " << section << "." << k.key);
+        CHECK_THAT(help.out, Contains(section + "." + k.key));
+        std::string last = k.flags.substr(k.flags.rfind(',') + 1);
+        CHECK_THAT(help.out, Contains(last));
+      }
+    }
+  }
 }

@@ -30,19 +30,29 @@ const config::SectionSchema<DataConfig>& DataConfig::schema() {
   using namespace config;
   static const SectionSchema<DataConfig> s = [] {
     SectionSchema<DataConfig> s("data", "The parallel corpus and the preprocessed dataset.");
-    s.add("src_lang", &DataConfig::src_lang, "Source language suffix of the corpus files, e.g. `de`.");
-    s.add("tgt_lang", &DataConfig::tgt_lang, "Target language suffix of the corpus files, e.g. `en`.");
+    s.add("src_lang", &DataConfig::src_lang, "Source language suffix of the corpus files, e.g. `de`.")
+        .flag("-s,--src-lang,--source-lang");
+    s.add("tgt_lang", &DataConfig::tgt_lang, "Target language suffix of the corpus files, e.g. `en`.")
+        .flag("-t,--tgt-lang,--target-lang");
     s.add("train_prefix", &DataConfig::train_prefix,
-          "Training corpus prefix: reads `PREFIX.SRC_LANG` and `PREFIX.TGT_LANG` (or `.gz`).");
-    s.add("train_src", &DataConfig::train_src, "Explicit source file (instead of `train_prefix`).");
-    s.add("train_tgt", &DataConfig::train_tgt, "Explicit target file (instead of `train_prefix`).");
-    s.add("valid_prefix", &DataConfig::valid_prefix, "Optional separate validation set prefix.");
-    s.add("test_prefix", &DataConfig::test_prefix, "Optional separate test set prefix.");
+          "Training corpus prefix: reads `PREFIX.SRC_LANG` and `PREFIX.TGT_LANG` (or `.gz`).")
+        .flag("--prefix,--trainpref");
+    s.add("train_src", &DataConfig::train_src, "Explicit source file (instead of `train_prefix`).").flag("--train-src");
+    s.add("train_tgt", &DataConfig::train_tgt, "Explicit target file (instead of `train_prefix`).").flag("--train-tgt");
+    s.add("valid_prefix", &DataConfig::valid_prefix, "Optional separate validation set prefix.")
+        .flag("--valid-prefix,--validpref");
+    s.add("test_prefix", &DataConfig::test_prefix, "Optional separate test set prefix.")
+        .flag("--test-prefix,--testpref");
     s.add("valid_size", &DataConfig::valid_size,
-          "Pairs split off (seeded, deterministic) for validation when no `valid_prefix` is given.", at_least(0));
+          "Pairs split off (seeded, deterministic) for validation when no `valid_prefix` is given.", at_least(0))
+        .flag("--valid-size");
     s.add("test_size", &DataConfig::test_size,
-          "Pairs split off (seeded, deterministic) for test when no `test_prefix` is given.", at_least(0));
-    s.add("dir", &DataConfig::dir, "Preprocessed dataset directory: written by parla-preprocess, read by parla-train.");
+          "Pairs split off (seeded, deterministic) for test when no `test_prefix` is given.", at_least(0))
+        .flag("--test-size");
+    s.add("dir", &DataConfig::dir,
+          "Preprocessed dataset directory: written by parla-preprocess (there also `-o`, `--output`, "
+          "`--destdir`), read by parla-train.")
+        .flag("--data");
     return s;
   }();
   return s;

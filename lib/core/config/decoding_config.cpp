@@ -6,44 +6,54 @@ const config::SectionSchema<DecodingConfig>& DecodingConfig::schema() {
   using namespace config;
   static const SectionSchema<DecodingConfig> s = [] {
     SectionSchema<DecodingConfig> s("decoding", "Search settings (parla-translate, validation BLEU in parla-train).");
-    s.add("beam_size", &DecodingConfig::beam_size, "Beam size; 1 is greedy search.", at_least(1));
+    s.add("beam_size", &DecodingConfig::beam_size, "Beam size; 1 is greedy search.", at_least(1))
+        .flag("-b,--beam-size");
     s.add("n_best", &DecodingConfig::n_best,
           "Hypotheses printed per sentence as 'i ||| translation ||| score' when > 1 (at most beam_size).",
-          at_least(1));
+          at_least(1)).flag("-n,--n-best");
     s.add("length_penalty", &DecodingConfig::length_penalty,
           "GNMT length penalty alpha: hypotheses are ranked by log P / ((5 + |Y|) / 6)^alpha, |Y| counting EOS; "
           "0 ranks by log-probability.",
-          at_least(0));
+          at_least(0)).flag("--normalize,--length-penalty,--lenpen");
     s.add("max_length_factor", &DecodingConfig::max_length_factor,
           "Output length limit a in a * source_tokens + b (EOS is forced there; also capped by the model's "
           "positions). The default 3 never cuts normal translations.",
-          greater_than(0));
+          greater_than(0)).flag("--max-length-factor");
     s.add("max_length_offset", &DecodingConfig::max_length_offset,
-          "Output length limit b in a * source_tokens + b.", at_least(0));
-    s.add("min_length", &DecodingConfig::min_length, "Minimum output tokens before EOS is allowed.", at_least(0));
+          "Output length limit b in a * source_tokens + b.", at_least(0)).flag("--max-length-offset");
+    s.add("min_length", &DecodingConfig::min_length, "Minimum output tokens before EOS is allowed.", at_least(0))
+        .flag("--min-length");
     s.add("max_input_length", &DecodingConfig::max_input_length,
           "Source tokens kept per line; longer lines are truncated with a warning naming the line. 0 = the "
           "model's limit.",
-          at_least(0));
-    s.add("batch_size", &DecodingConfig::batch_size, "Sentences per batch (when batch_tokens is 0).", at_least(1));
+          at_least(0)).flag("--max-input-length");
+    s.add("batch_size", &DecodingConfig::batch_size, "Sentences per batch (when batch_tokens is 0).", at_least(1))
+        .flag("--batch-size,--mini-batch");
     s.add("batch_tokens", &DecodingConfig::batch_tokens,
-          "Padded source tokens per batch; 0 batches by batch_size sentences.", at_least(0));
+          "Padded source tokens per batch; 0 batches by batch_size sentences.", at_least(0))
+        .flag("--batch-tokens,--max-tokens");
     s.add("maxi_batch", &DecodingConfig::maxi_batch,
-          "Batches read ahead and sorted by length together; output order is restored.", at_least(1));
+          "Batches read ahead and sorted by length together; output order is restored.", at_least(1))
+        .flag("--maxi-batch");
     s.add("line_buffered", &DecodingConfig::line_buffered,
-          "Translate each line as soon as it is read and flush the output (interactive use).");
+          "Translate each line as soon as it is read and flush the output (interactive use; parla-translate "
+          "turns it on when stdin is a terminal).")
+        .flag("--line-buffered");
     s.add("alignment", &DecodingConfig::alignment,
           "Append the attention alignment: 'hard' = Moses pairs src-tgt of each target piece's most attended "
           "source piece, 'soft' = the full attention matrix; '' = off.",
-          one_of({"", "hard", "soft"}));
+          one_of({"", "hard", "soft"})).flag("--alignment");
     s.add("sampling", &DecodingConfig::sampling,
-          "Sample each token from the model's distribution instead of searching (back-translation).");
-    s.add("temperature", &DecodingConfig::temperature, "Softmax temperature when sampling.", greater_than(0));
-    s.add("top_k", &DecodingConfig::top_k, "Sample among the k most likely tokens; 0 = all.", at_least(0));
+          "Sample each token from the model's distribution instead of searching (back-translation).")
+        .flag("--sampling");
+    s.add("temperature", &DecodingConfig::temperature, "Softmax temperature when sampling.", greater_than(0))
+        .flag("--temperature");
+    s.add("top_k", &DecodingConfig::top_k, "Sample among the k most likely tokens; 0 = all.", at_least(0))
+        .flag("--top-k");
     s.add("precision", &DecodingConfig::precision,
           "Arithmetic of the decoder: fp32, or bf16 / fp16 autocast (matrix products in 16 bits, softmax and "
           "scores in fp32). fp16 needs a CUDA device; bf16 runs on CPUs and GPUs with compute capability >= 8.0.",
-          one_of({"fp32", "bf16", "fp16"}));
+          one_of({"fp32", "bf16", "fp16"})).flag("--precision");
     s.on_finalize([](DecodingConfig& d, const std::set<std::string>&) {
       if (d.n_best > d.beam_size)
         throw ConfigError("key 'decoding.n_best' (" + std::to_string(d.n_best) + ") must not exceed "

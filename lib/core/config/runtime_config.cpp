@@ -12,14 +12,14 @@ const config::SectionSchema<RuntimeConfig>& RuntimeConfig::schema() {
     SectionSchema<RuntimeConfig> s("runtime", "Where and how fast the work runs; read by every executable.");
     s.add("threads", &RuntimeConfig::threads,
           "Intra-op threads for LibTorch and the BLAS (they share the cores, never oversubscribe). 0 = all cores.",
-          between(0, 4096));
+          between(0, 4096)).flag("--threads,--cpu-threads");
     s.add("device", &RuntimeConfig::device,
           "Compute device: cpu, cuda (in a data-parallel run each process takes cuda:LOCAL_RANK), cuda:N (one "
-          "process on GPU N) or auto (cuda when this LibTorch sees a GPU, else cpu).");
+          "process on GPU N) or auto (cuda when this LibTorch sees a GPU, else cpu).").flag("--device");
     s.add("seed", &RuntimeConfig::seed,
           "Seed for every random choice (data split, shuffling, initialisation, dropout, sampling). "
           "The same config and seed give the same result on the same machine and thread count.",
-          at_least(0));
+          at_least(0)).flag("--seed");
     s.on_finalize([](RuntimeConfig& r, const std::set<std::string>&) {
       static const std::regex pattern("cpu|auto|cuda(:[0-9]{1,4})?");
       if (!std::regex_match(r.device, pattern))

@@ -31,6 +31,9 @@ struct KeyInfo {
   std::string constraint;  // "> 0", "one of: exp, floor", "" when anything of the type goes
   std::string doc;
   json default_value;
+  // Command-line names in CLI11's spelling ("-b,--beam-size"), "" when the key is set only by a file or --set.
+  // Apps generate their options from these (app::SchemaFlags), so a flag's help is this key's doc.
+  std::string flags;
 };
 
 // Constraint on a value; numbers are checked against [min, max] (exclusive when the flag is set),
@@ -80,7 +83,7 @@ class SectionSchema {
   template <class T>
   SectionSchema& add(const std::string& key, T S::*member, std::string doc, Check check = {}) {
     S defaults{};
-    keys_.push_back({key, detail::type_name<T>(), check.describe(), std::move(doc), json(defaults.*member)});
+    keys_.push_back({key, detail::type_name<T>(), check.describe(), std::move(doc), json(defaults.*member), ""});
     std::string qualified = name_ + "." + key;
     readers_.push_back([member, check, qualified](S& s, const json& j, const Source& src) {
       std::string where = src.origin + ": key '" + qualified + "'";
@@ -94,6 +97,12 @@ class SectionSchema {
       s.*member = std::move(value);
     });
     writers_.push_back([member, key](const S& s, json& out) { out[key] = s.*member; });
+    return *this;
+  }
+
+  // Gives the key added last its command-line names, e.g. .add("beam_size", ...).flag("-b,--beam-size").
+  SectionSchema& flag(std::string names) {
+    keys_.back().flags = std::move(names);
     return *this;
   }
 

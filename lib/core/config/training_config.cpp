@@ -12,44 +12,50 @@ const config::SectionSchema<TrainingConfig>& TrainingConfig::schema() {
     s.add("task", &TrainingConfig::task,
           "`translation` (transformer or rnn) or `bert` (masked LM + next sentence on the source side).",
           one_of({"translation", "bert"}));
-    s.add("lr", &TrainingConfig::lr, "Peak learning rate (reached at the end of warm-up).", greater_than(0));
+    s.add("lr", &TrainingConfig::lr, "Peak learning rate (reached at the end of warm-up).", greater_than(0))
+        .flag("--lr");
     s.add("schedule", &TrainingConfig::schedule,
           "Learning-rate schedule after linear warm-up: `inverse_sqrt` (lr*sqrt(warmup/step), the paper's), "
           "`constant`, or `cosine` (to min_lr at max_steps; needs max_steps).",
           one_of({"inverse_sqrt", "constant", "cosine"}));
-    s.add("warmup_steps", &TrainingConfig::warmup_steps, "Steps of linear warm-up from 0 to lr.", at_least(0));
+    s.add("warmup_steps", &TrainingConfig::warmup_steps, "Steps of linear warm-up from 0 to lr.", at_least(0))
+        .flag("--warmup-updates,--warmup-steps,--lr-warmup");
     s.add("min_lr", &TrainingConfig::min_lr, "Lower bound of the learning rate.", at_least(0));
     s.add("adam_beta1", &TrainingConfig::adam_beta1, "Adam beta1.", between(0, 0.999999));
     s.add("adam_beta2", &TrainingConfig::adam_beta2, "Adam beta2.", between(0, 0.999999));
     s.add("adam_eps", &TrainingConfig::adam_eps, "Adam epsilon.", greater_than(0));
-    s.add("weight_decay", &TrainingConfig::weight_decay, "Decoupled weight decay (AdamW).", at_least(0));
+    s.add("weight_decay", &TrainingConfig::weight_decay, "Decoupled weight decay (AdamW).", at_least(0))
+        .flag("--weight-decay");
     s.add("label_smoothing", &TrainingConfig::label_smoothing,
-          "Label-smoothing epsilon of the cross entropy (0 = plain cross entropy).", between(0, 0.999));
+          "Label-smoothing epsilon of the cross entropy (0 = plain cross entropy).", between(0, 0.999))
+        .flag("--label-smoothing");
     s.add("clip_norm", &TrainingConfig::clip_norm, "Clip the global gradient L2 norm to this value (0 = off).",
-          at_least(0));
+          at_least(0)).flag("--clip-norm");
     s.add("batch_tokens", &TrainingConfig::batch_tokens,
           "Token budget per batch: sentences x (longest source + longest target), padding included. Lower it "
           "when memory runs out.",
-          at_least(1));
+          at_least(1)).flag("--batch-tokens,--max-tokens");
     s.add("update_freq", &TrainingConfig::update_freq,
           "Batches whose gradients are accumulated before each optimiser step (fairseq --update-freq).",
-          at_least(1));
+          at_least(1)).flag("--update-freq");
     s.add("max_len", &TrainingConfig::max_len,
           "Training pairs with a side longer than this many tokens (</s> included) are skipped.", at_least(1));
     s.add("max_steps", &TrainingConfig::max_steps, "Stop after this many optimiser steps (0 = no limit).",
-          at_least(0));
-    s.add("max_epochs", &TrainingConfig::max_epochs, "Stop after this many epochs (0 = no limit).", at_least(0));
+          at_least(0)).flag("--max-steps,--max-update");
+    s.add("max_epochs", &TrainingConfig::max_epochs, "Stop after this many epochs (0 = no limit).", at_least(0))
+        .flag("--max-epochs,--max-epoch");
     s.add("max_time", &TrainingConfig::max_time, "Stop after this many minutes of wall-clock time (0 = no limit).",
-          at_least(0));
+          at_least(0)).flag("--max-time");
     s.add("early_stop_metric", &TrainingConfig::early_stop_metric,
           "Validation metric for early stopping and for checkpoint_best.pt.", one_of({"bleu", "loss", "perplexity"}));
     s.add("patience", &TrainingConfig::patience,
-          "Stop after this many validations without improvement of early_stop_metric (0 = off).", at_least(0));
+          "Stop after this many validations without improvement of early_stop_metric (0 = off).", at_least(0))
+        .flag("--patience");
     s.add("precision", &TrainingConfig::precision,
           "Arithmetic of training: fp32, or bf16 / fp16 autocast around the forward pass and the loss with fp32 "
           "master weights and optimizer state. fp16 needs a CUDA device and uses dynamic loss scaling (overflowing "
           "updates are skipped and halve the scale); bf16 runs on CPUs and GPUs with compute capability >= 8.0.",
-          one_of({"fp32", "bf16", "fp16"}));
+          one_of({"fp32", "bf16", "fp16"})).flag("--precision");
     s.add("loss_scale_init", &TrainingConfig::loss_scale_init,
           "fp16 only: initial dynamic loss scale (the loss is multiplied by it before the backward pass and the "
           "gradients divided by it before clipping; Micikevicius et al. 2018). A power of two keeps scaling exact.",
@@ -64,7 +70,8 @@ const config::SectionSchema<TrainingConfig>& TrainingConfig::schema() {
     s.add("max_bad_steps", &TrainingConfig::max_bad_steps,
           "A NaN/inf loss skips the update; after this many in a row training stops.", at_least(1));
     s.add("valid_every", &TrainingConfig::valid_every,
-          "Validate every this many steps (0 = only when training ends).", at_least(0));
+          "Validate every this many steps (0 = only when training ends).", at_least(0))
+        .flag("--valid-every,--valid-freq");
     s.add("valid_bleu", &TrainingConfig::valid_bleu,
           "Also decode the validation set and score BLEU against the cleaned references.");
     s.add("valid_max_sentences", &TrainingConfig::valid_max_sentences,
@@ -73,12 +80,14 @@ const config::SectionSchema<TrainingConfig>& TrainingConfig::schema() {
           "Beam size of validation decoding (1 = greedy, the fastest).", at_least(1));
     s.add("save_dir", &TrainingConfig::save_dir,
           "Output directory: checkpoint_last.pt, checkpoint_best.pt, checkpoint_<step>.pt, metrics.jsonl, "
-          "config.json.");
+          "config.json.").flag("-o,--save-dir");
     s.add("save_every", &TrainingConfig::save_every,
-          "Write checkpoints every this many steps (0 = at every validation).", at_least(0));
+          "Write checkpoints every this many steps (0 = at every validation).", at_least(0))
+        .flag("--save-every,--save-freq");
     s.add("keep_last", &TrainingConfig::keep_last, "How many checkpoint_<step>.pt files to keep (0 = none).",
-          at_least(0));
-    s.add("log_every", &TrainingConfig::log_every, "Steps between progress lines on stderr.", at_least(1));
+          at_least(0)).flag("--keep-last");
+    s.add("log_every", &TrainingConfig::log_every, "Steps between progress lines on stderr.", at_least(1))
+        .flag("--log-every,--disp-freq");
     s.add("metrics_file", &TrainingConfig::metrics_file,
           "File name (in save_dir) of the JSON-lines log of training and validation metrics.");
     s.add("dump_batches", &TrainingConfig::dump_batches,
@@ -87,7 +96,8 @@ const config::SectionSchema<TrainingConfig>& TrainingConfig::schema() {
           "tgt_in[B*T], tgt_out[B*T] (T = 0 without target). Written as FILE.tmp, renamed when the run ends or "
           "stops on a signal; a resumed run dumps its own batches only.");
     s.add("init_encoder_from", &TrainingConfig::init_encoder_from,
-          "BERT checkpoint whose encoder weights initialise the translation model's encoder.");
+          "BERT checkpoint whose encoder weights initialise the translation model's encoder.")
+        .flag("--init-encoder-from");
     s.add("mlm_prob", &TrainingConfig::mlm_prob,
           "BERT: fraction of tokens selected for masked-LM prediction (80% [MASK], 10% random, 10% kept).",
           between(0.001, 1));

@@ -9,14 +9,15 @@ const config::SectionSchema<VocabConfig>& VocabConfig::schema() {
     s.add("model_type", &VocabConfig::model_type,
           "SentencePiece model type. `bpe` (default) trains from word counts in a few hundred MB; `unigram` "
           "needs ~20 bytes per character of the sample (about 3.5 GB for 1M Europarl sentences).",
-          one_of({"unigram", "bpe"}));
+          one_of({"unigram", "bpe"})).flag("--model-type");
     s.add("vocab_size", &VocabConfig::vocab_size,
           "Pieces per SentencePiece model, special ids included; a soft limit (a corpus too small for it gets a "
           "smaller vocabulary, with a warning).",
-          at_least(8));
+          at_least(8)).flag("--vocab-size");
     s.add("joint", &VocabConfig::joint, "One SentencePiece model for both languages (else one per language).");
     s.add("character_coverage", &VocabConfig::character_coverage,
-          "Share of characters covered by the alphabet (SentencePiece `character_coverage`).", between(0.5, 1.0));
+          "Share of characters covered by the alphabet (SentencePiece `character_coverage`).", between(0.5, 1.0))
+        .flag("--character-coverage");
     s.add("sample_sentences", &VocabConfig::sample_sentences,
           "At most this many training sentences (seeded sample) train SentencePiece; joint models sample "
           "half from each side.",
