@@ -10,6 +10,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "core/runtime_device.h"
 #include "decode/ensemble.h"
 #include "decode/input_sanitizer.h"
@@ -222,11 +223,16 @@ TranslationStats translate_file(Translator& translator, const std::string& input
     }
   }
   if (in_file.is_open() && in_file.bad()) throw DataError("error while reading " + input);
-  const double secs = std::max(stats.seconds, 1e-9);
-  spdlog::info("translated {} sentences in {:.2f}s: {:.1f} sentences/s, {:.1f} target tokens/s, {:.1f} source "
-               "tokens/s",
-               stats.sentences, stats.seconds, stats.sentences / secs, stats.target_tokens / secs,
-               stats.source_tokens / secs);
+  // Rates only where they mean something (Progress::format_rate): not for one sentence in 0.2s.
+  const std::pair<uint64_t, const char*> counts[] = {
+      {stats.sentences, "sentence"}, {stats.target_tokens, "target token"}, {stats.source_tokens, "source token"}};
+  std::string rates;
+  for (const auto& [count, unit] : counts) {
+    std::string r = Progress::format_rate(count, stats.seconds, unit);
+    if (!r.empty()) rates += (rates.empty() ? ": " : ", ") + r;
+  }
+  spdlog::info("translated {} in {}{}", Progress::format_count(stats.sentences, "sentence"),
+               Progress::format_duration(stats.seconds), rates);
   return stats;
 }
 
