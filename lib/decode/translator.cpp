@@ -12,6 +12,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/runtime_device.h"
+#include "data/output_file.h"
 #include "decode/ensemble.h"
 #include "decode/input_sanitizer.h"
 #include "decode/maxi_batch.h"
@@ -149,7 +150,7 @@ std::vector<std::string> Translator::translate_lines(const std::vector<std::stri
   return formatted;
 }
 
-TranslationStats Translator::translate_stream(std::istream& in, std::ostream& out, const std::string& out_name) {
+TranslationStats Translator::translate_stream(std::istream& in, data::OutputFile& out) {
   const auto start = Clock::now();
   LineReader reader(in);
   BatchLimits limits{static_cast<size_t>(cfg_.batch_size), static_cast<size_t>(cfg_.batch_tokens),
@@ -174,9 +175,8 @@ TranslationStats Translator::translate_stream(std::istream& in, std::ostream& ou
     } catch (const std::bad_alloc&) {
       throw out_of_memory();
     }
-    for (const auto& s : done) out << s;
+    for (const auto& s : done) out.write(s);
     if (cfg_.line_buffered) out.flush();
-    if (!out) throw IoError("cannot write the output " + out_name + " (disk full or closed pipe?)");
     first += lines.size();
     lines.clear();
   };
@@ -186,7 +186,6 @@ TranslationStats Translator::translate_stream(std::istream& in, std::ostream& ou
   }
   if (!lines.empty()) flush_window();
   out.flush();
-  if (!out) throw IoError("cannot write the output " + out_name + " (disk full or closed pipe?)");
   stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
   return stats_;
 }
@@ -201,26 +200,16 @@ TranslationStats translate_file(Translator& translator, const std::string& input
   }
   TranslationStats stats;
   if (output.empty() || output == "-") {
-    stats = translator.translate_stream(*in, std::cout, "stdout");
+    std::cout.flush();  // whatever went to std::cout before comes first
+    data::OutputFile out(stdout, "standard output");
+    stats = translator.translate_stream(*in, out);
+    out.close();
   } else {
-    const std::string tmp = output + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      if (!out) throw IoError("cannot write output file " + output + " (temporary " + tmp + ")");
-      try {
-        stats = translator.translate_stream(*in, out, "file " + output + " (temporary " + tmp + ")");
-        out.close();
-        if (!out) throw IoError("cannot write output file " + output + " (temporary " + tmp + ")");
-      } catch (...) {
-        out.close();
-        std::remove(tmp.c_str());
-        throw;
-      }
-    }
-    if (std::rename(tmp.c_str(), output.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      throw IoError("cannot rename " + tmp + " to " + output);
-    }
+    // Written as OUTPUT.tmp and renamed when complete: a failed run leaves neither a half-written OUTPUT nor the
+    // temporary.
+    data::AtomicOutputFile out(output);
+    stats = translator.translate_stream(*in, out.file());
+    out.commit();
   }
   if (in_file.is_open() && in_file.bad()) throw DataError("error while reading " + input);
   // Rates only where they mean something (Progress::format_rate): not for one sentence in 0.2s.
