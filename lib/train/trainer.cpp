@@ -16,6 +16,7 @@
 #include "core/progress.h"
 #include "core/runtime_device.h"
 #include "data/batch_sampler.h"
+#include "data/output_file.h"
 #include "data/token_dataset.h"
 #include "models/checkpoint.h"
 #include "models/seq2seq.h"
@@ -79,25 +80,18 @@ std::string read_file_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Atomic write of a small text file: temp in the same folder, then rename.
-void write_text_atomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out) throw IoError("cannot write '" + tmp + "'");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw IoError("cannot rename '" + tmp + "' to '" + path + "': " + ec.message());
-}
-
+// Through a temporary in the same folder, removed when anything fails, so `to` is either the whole copy or
+// untouched.
 void copy_atomically(const std::string& from, const std::string& to) {
   std::string tmp = to + ".tmp";
   std::error_code ec;
   fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
   if (!ec) fs::rename(tmp, to, ec);
-  if (ec) throw IoError("cannot write '" + to + "': " + ec.message());
+  if (ec) {
+    std::string why = ec.message();
+    fs::remove(tmp, ec);
+    throw IoError("cannot write '" + to + "' (temporary '" + tmp + "'): " + why);
+  }
 }
 
 // Rows [start, start + n) of a batch, without the padding columns that only longer rows needed.
@@ -217,7 +211,7 @@ struct Trainer::Impl {
       std::error_code ec;
       fs::create_directories(save_dir, ec);
       if (ec) throw IoError("cannot create training.save_dir '" + save_dir + "': " + ec.message());
-      write_text_atomically(save_dir + "/config.json", config::to_json(cfg).dump(2) + "\n");
+      data::write_file_atomically(save_dir + "/config.json", config::to_json(cfg).dump(2) + "\n");
       metrics = MetricsLog(save_dir + "/" + t.metrics_file, /*truncate=*/opts.resume.empty());
     }
   }
