@@ -1,5 +1,6 @@
 #include "core/progress.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 
@@ -34,25 +35,54 @@ std::string Progress::format_duration(double s) {
   return buf;
 }
 
+std::string Progress::format_count(uint64_t count, const std::string& unit) {
+  return std::to_string(count) + " " + unit + (count == 1 ? "" : "s");
+}
+
+std::string Progress::format_rate(uint64_t count, double seconds, const std::string& unit) {
+  if (count < kMinUnitsForRate || !std::isfinite(seconds) || seconds < kMinSecondsForRate) return "";
+  const double r = static_cast<double>(count) / seconds;
+  // Slow work reads better as time per unit than as a rate with leading zeros.
+  if (r < 1) return format_duration(seconds / static_cast<double>(count)) + "/" + unit;
+  char buf[64];
+  std::snprintf(buf, sizeof buf, r < 10 ? "%.1f" : "%.0f", r);
+  return std::string(buf) + " " + unit + "s/s";
+}
+
+std::string Progress::format_done(uint64_t count, double seconds, const std::string& unit) {
+  std::string rate = format_rate(count, seconds, unit);
+  return format_count(count, unit) + " in " + format_duration(seconds) + (rate.empty() ? "" : " (" + rate + ")");
+}
+
+std::string Progress::format_progress(uint64_t done, uint64_t total, double seconds, const std::string& unit) {
+  std::string line;
+  if (total > 0) {
+    char pct[32];
+    std::snprintf(pct, sizeof pct, " (%.1f%%)", 100.0 * static_cast<double>(done) / static_cast<double>(total));
+    line = std::to_string(done) + "/" + format_count(total, unit) + pct;
+  } else {
+    line = format_count(done, unit);
+  }
+  std::string rate = format_rate(done, seconds, unit);
+  if (!rate.empty()) line += ", " + rate;
+  line += ", elapsed " + format_duration(seconds);
+  if (total > 0 && done > 0 && seconds > 0) {
+    const double left = static_cast<double>(total - std::min(total, done)) * seconds / static_cast<double>(done);
+    line += ", ETA " + format_duration(left);
+  }
+  return line;
+}
+
 void Progress::advance(uint64_t n) {
   done_ += n;
   auto now = Clock::now();
   if (std::chrono::duration<double>(now - last_log_).count() < interval_) return;
   last_log_ = now;
-  double r = rate();
-  if (total_ > 0) {
-    double eta = r > 0 ? static_cast<double>(total_ - std::min(total_, done_)) / r : NAN;
-    spdlog::info("{}: {}/{} {} ({:.1f}%), {:.0f} {}/s, elapsed {}, ETA {}", what_, done_, total_, unit_,
-                 100.0 * done_ / total_, r, unit_, format_duration(elapsed_seconds()), format_duration(eta));
-  } else {
-    spdlog::info("{}: {} {}, {:.0f} {}/s, elapsed {}", what_, done_, unit_, r, unit_,
-                 format_duration(elapsed_seconds()));
-  }
+  spdlog::info("{}: {}", what_, format_progress(done_, total_, elapsed_seconds(), unit_));
 }
 
 void Progress::finish() {
-  spdlog::info("{}: done, {} {} in {} ({:.0f} {}/s)", what_, done_, unit_, format_duration(elapsed_seconds()),
-               rate(), unit_);
+  spdlog::info("{}: done, {}", what_, format_done(done_, elapsed_seconds(), unit_));
 }
 
 }  // namespace parla

@@ -1,7 +1,10 @@
 #pragma once
-// A buffered output file whose every failure (unwritable directory, disk full) becomes an IoError naming the
-// file, checked on write, flush and close, so no error passes silently into a half-written dataset.
+// A buffered output file whose every failure (unwritable directory, disk full, file size limit, closed pipe)
+// becomes an IoError naming the file and the system's reason (strerror of the errno the failing call left),
+// checked on write, flush and close, so no error passes silently into a half-written output.
+#include <cstdint>
 #include <cstdio>
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -9,7 +12,11 @@ namespace parla::data {
 
 class OutputFile {
  public:
-  explicit OutputFile(const std::string& path);
+  enum class Mode { truncate, append };
+  explicit OutputFile(const std::string& path, Mode mode = Mode::truncate);
+  // An already open stream (stdout) that this object neither opened nor closes: close() only flushes it.
+  // `name` stands for it in errors ("standard output").
+  OutputFile(std::FILE* stream, std::string name);
   ~OutputFile();  // closes without checking; call close() to learn about errors
   OutputFile(const OutputFile&) = delete;
   OutputFile& operator=(const OutputFile&) = delete;
@@ -19,13 +26,41 @@ class OutputFile {
   void write_line(std::string_view s);
   // Writes at an absolute position (for headers filled in at the end).
   void write_at(uint64_t offset, const void* data, size_t n);
+  // Hands the buffered bytes to the system (IoError when it refuses them).
+  void flush();
   void close();
   const std::string& path() const { return path_; }
+  // How errors name the file: 'PATH' in quotes, or the name given for a borrowed stream.
+  const std::string& name() const { return name_; }
 
  private:
   [[noreturn]] void fail(const char* what);
   std::FILE* f_ = nullptr;
-  std::string path_;
+  bool owned_ = true;
+  std::string path_, name_;
+};
+
+// PATH written as a temporary sibling (PATH.tmp) and renamed into place by commit(), so that PATH is either
+// whole or untouched: destroyed without commit() (an error on the way), it removes the temporary.
+class AtomicOutputFile {
+ public:
+  explicit AtomicOutputFile(const std::string& path);
+  ~AtomicOutputFile();
+  AtomicOutputFile(const AtomicOutputFile&) = delete;
+  AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
+
+  OutputFile& file() { return *file_; }
+  // Closes the temporary and renames it to PATH. IoError naming the file and the reason on either failure; the
+  // temporary is removed then too.
+  void commit();
+  const std::string& path() const { return path_; }
+  const std::string& temporary_path() const { return tmp_; }
+
+ private:
+  void discard();  // closes and removes the temporary
+  std::string path_, tmp_;
+  std::optional<OutputFile> file_;
+  bool committed_ = false;
 };
 
 // Writes a whole file through a temporary sibling and renames it into place.

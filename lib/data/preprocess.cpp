@@ -98,7 +98,7 @@ FilterStats clean_pairs(const std::string& src_path, const std::string& tgt_path
   LineReader rs(src_path), rt(tgt_path);
   OutputFile ws(out_src), wt(out_tgt);
   text::ParallelCorpusFilter filter(clean, scope);
-  Progress progress("clean " + what, "pairs");
+  Progress progress("clean " + what, "pair");
   std::string s, t, cs, ct;
   for (;;) {
     bool a = rs.next(s), b = rt.next(t);
@@ -323,7 +323,7 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   std::string tgt_model = vc.joint ? "spm.model" : "spm." + T + ".model";
   spdlog::info("vocab: training {} {} SentencePiece model{} on {} sentences", vc.joint ? "a joint" : "separate",
                vc.model_type, vc.joint ? "" : "s", sample_src.size() + sample_tgt.size());
-  Progress spm_progress("vocab", "models");
+  Progress spm_progress("vocab", "model");
   auto src_trained = text::train_sentencepiece(sample_src, vc, threads, seed);
   sample_src = {};
   auto src_vocab = SentencePieceVocab::from_serialized(src_trained.model_proto);
@@ -349,7 +349,7 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   uint64_t total = n;
   if (valid_files) total += stats["inputs"]["valid"]["pairs_kept"].get<uint64_t>();
   if (test_files) total += stats["inputs"]["test"]["pairs_kept"].get<uint64_t>();
-  Progress enc("encode", "pairs", total);
+  Progress enc("encode", "pair", total);
   encode_pairs(stage.file("corpus.clean." + S), stage.file("corpus.clean." + T), src_vocab, tgt_vocab, threads,
                [&](uint64_t i) { return &writers[static_cast<int>(splits[i])]; }, enc);
   if (valid_files)

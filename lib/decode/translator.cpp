@@ -10,7 +10,9 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "core/progress.h"
 #include "core/runtime_device.h"
+#include "data/output_file.h"
 #include "decode/ensemble.h"
 #include "decode/input_sanitizer.h"
 #include "decode/maxi_batch.h"
@@ -148,7 +150,7 @@ std::vector<std::string> Translator::translate_lines(const std::vector<std::stri
   return formatted;
 }
 
-TranslationStats Translator::translate_stream(std::istream& in, std::ostream& out, const std::string& out_name) {
+TranslationStats Translator::translate_stream(std::istream& in, data::OutputFile& out) {
   const auto start = Clock::now();
   LineReader reader(in);
   BatchLimits limits{static_cast<size_t>(cfg_.batch_size), static_cast<size_t>(cfg_.batch_tokens),
@@ -173,9 +175,8 @@ TranslationStats Translator::translate_stream(std::istream& in, std::ostream& ou
     } catch (const std::bad_alloc&) {
       throw out_of_memory();
     }
-    for (const auto& s : done) out << s;
+    for (const auto& s : done) out.write(s);
     if (cfg_.line_buffered) out.flush();
-    if (!out) throw IoError("cannot write the output " + out_name + " (disk full or closed pipe?)");
     first += lines.size();
     lines.clear();
   };
@@ -185,7 +186,6 @@ TranslationStats Translator::translate_stream(std::istream& in, std::ostream& ou
   }
   if (!lines.empty()) flush_window();
   out.flush();
-  if (!out) throw IoError("cannot write the output " + out_name + " (disk full or closed pipe?)");
   stats_.seconds += std::chrono::duration<double>(Clock::now() - start).count();
   return stats_;
 }
@@ -200,33 +200,28 @@ TranslationStats translate_file(Translator& translator, const std::string& input
   }
   TranslationStats stats;
   if (output.empty() || output == "-") {
-    stats = translator.translate_stream(*in, std::cout, "stdout");
+    std::cout.flush();  // whatever went to std::cout before comes first
+    data::OutputFile out(stdout, "standard output");
+    stats = translator.translate_stream(*in, out);
+    out.close();
   } else {
-    const std::string tmp = output + ".tmp";
-    {
-      std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-      if (!out) throw IoError("cannot write output file " + output + " (temporary " + tmp + ")");
-      try {
-        stats = translator.translate_stream(*in, out, "file " + output + " (temporary " + tmp + ")");
-        out.close();
-        if (!out) throw IoError("cannot write output file " + output + " (temporary " + tmp + ")");
-      } catch (...) {
-        out.close();
-        std::remove(tmp.c_str());
-        throw;
-      }
-    }
-    if (std::rename(tmp.c_str(), output.c_str()) != 0) {
-      std::remove(tmp.c_str());
-      throw IoError("cannot rename " + tmp + " to " + output);
-    }
+    // Written as OUTPUT.tmp and renamed when complete: a failed run leaves neither a half-written OUTPUT nor the
+    // temporary.
+    data::AtomicOutputFile out(output);
+    stats = translator.translate_stream(*in, out.file());
+    out.commit();
   }
   if (in_file.is_open() && in_file.bad()) throw DataError("error while reading " + input);
-  const double secs = std::max(stats.seconds, 1e-9);
-  spdlog::info("translated {} sentences in {:.2f}s: {:.1f} sentences/s, {:.1f} target tokens/s, {:.1f} source "
-               "tokens/s",
-               stats.sentences, stats.seconds, stats.sentences / secs, stats.target_tokens / secs,
-               stats.source_tokens / secs);
+  // Rates only where they mean something (Progress::format_rate): not for one sentence in 0.2s.
+  const std::pair<uint64_t, const char*> counts[] = {
+      {stats.sentences, "sentence"}, {stats.target_tokens, "target token"}, {stats.source_tokens, "source token"}};
+  std::string rates;
+  for (const auto& [count, unit] : counts) {
+    std::string r = Progress::format_rate(count, stats.seconds, unit);
+    if (!r.empty()) rates += (rates.empty() ? ": " : ", ") + r;
+  }
+  spdlog::info("translated {} in {}{}", Progress::format_count(stats.sentences, "sentence"),
+               Progress::format_duration(stats.seconds), rates);
   return stats;
 }
 

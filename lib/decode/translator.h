@@ -7,7 +7,6 @@
 #include <cstdint>
 #include <istream>
 #include <memory>
-#include <ostream>
 #include <string>
 #include <vector>
 
@@ -16,6 +15,7 @@
 #include <c10/core/ScalarType.h>
 
 #include "core/config/decoding_config.h"
+#include "data/output_file.h"
 #include "decode/output_printer.h"
 #include "decode/search_options.h"
 #include "models/seq2seq.h"
@@ -49,11 +49,11 @@ class Translator {
   // n-best ids) and returns each line's formatted output ("text\n", or n-best lines), in input order.
   std::vector<std::string> translate_lines(const std::vector<std::string>& lines, uint64_t first_line = 1);
 
-  // Reads all of `in`, writes to `out` (named `out_name` in errors): maxi-batches of decoding.maxi_batch
-  // batches, or with decoding.line_buffered each line translated and flushed as soon as it is read. IoError
-  // naming `out_name` when writing fails; DataError naming decoding.batch_size/batch_tokens when the device runs
+  // Reads all of `in`, writes to `out`: maxi-batches of decoding.maxi_batch batches, or with
+  // decoding.line_buffered each line translated and flushed as soon as it is read. IoError naming the output and
+  // the system's reason when writing fails; DataError naming decoding.batch_size/batch_tokens when the device runs
   // out of memory.
-  TranslationStats translate_stream(std::istream& in, std::ostream& out, const std::string& out_name = "stdout");
+  TranslationStats translate_stream(std::istream& in, data::OutputFile& out);
 
   // The longest source (pieces, without EOS) kept: decoding.max_input_length and the model's positions.
   int64_t max_input_length() const { return max_input_; }
@@ -75,9 +75,10 @@ class Translator {
   TranslationStats stats_;
 };
 
-// parla-translate's I/O: reads `input` ("-" = stdin), writes `output` ("-" = stdout; a file is written to a
-// temporary name and renamed when complete, so a failed run leaves no half-written output). Logs sentences/s
-// and tokens/s to stderr at the end.
+// parla-translate's I/O: reads `input` ("-" = stdin), writes `output` ("-" = stdout; a file is written as
+// OUTPUT.tmp and renamed when complete, so a failed run leaves neither a half-written output nor the temporary).
+// Write errors name "standard output" or the file, and the system's reason ("No space left on device"). Logs
+// the sentence count and, where they mean something, sentences/s and tokens/s to stderr at the end.
 TranslationStats translate_file(Translator& translator, const std::string& input, const std::string& output);
 
 }  // namespace parla::decode

@@ -1,7 +1,7 @@
 #include "train/batch_dump.h"
 
 #include <cstring>
-#include <filesystem>
+#include <fstream>
 
 #include <torch/torch.h>
 
@@ -22,39 +22,48 @@ void require_little_endian() {
   if (first != 1) throw IoError("training.dump_batches: the batch dump format needs a little-endian machine");
 }
 
-void write_ids(std::ofstream& out, const torch::Tensor& t) {
+void write_ids(data::OutputFile& out, const torch::Tensor& t) {
   if (!t.defined() || t.numel() == 0) return;
   auto c = t.to(torch::kCPU, torch::kLong).contiguous();
-  out.write(reinterpret_cast<const char*>(c.data_ptr<int64_t>()), static_cast<std::streamsize>(c.numel() * 8));
+  out.write(c.data_ptr<int64_t>(), static_cast<size_t>(c.numel()) * 8);
+}
+
+// The file's own IoError (its name and the system's reason), prefixed with the key that asked for it.
+template <class F>
+void named(F&& f) {
+  try {
+    f();
+  } catch (const IoError& e) {
+    throw IoError(std::string("training.dump_batches: ") + e.what());
+  }
 }
 
 }  // namespace
 
-BatchDumpWriter::BatchDumpWriter(std::string path) : path_(std::move(path)) {
+BatchDumpWriter::BatchDumpWriter(const std::string& path) {
   require_little_endian();
-  out_.open(path_ + ".tmp", std::ios::binary | std::ios::trunc);
-  if (!out_) throw IoError("training.dump_batches: cannot write '" + path_ + ".tmp'");
-  out_.write(kMagic, sizeof kMagic);
+  named([&] {
+    out_.emplace(path);
+    out_->file().write(kMagic, sizeof kMagic);
+  });
 }
 
 void BatchDumpWriter::write(const data::Batch& batch) {
   const int64_t b = batch.src.size(0), s = batch.src.size(1);
   const int64_t t = batch.tgt_out.defined() ? batch.tgt_out.size(1) : 0;
-  for (int64_t v : {b, s, t}) out_.write(reinterpret_cast<const char*>(&v), 8);
-  write_ids(out_, batch.src);
-  if (t > 0) {
-    write_ids(out_, batch.tgt_in);
-    write_ids(out_, batch.tgt_out);
-  }
-  if (!out_) throw IoError("training.dump_batches: cannot write '" + path_ + ".tmp'");
+  named([&] {
+    auto& out = out_->file();
+    for (int64_t v : {b, s, t}) out.write(&v, 8);
+    write_ids(out, batch.src);
+    if (t > 0) {
+      write_ids(out, batch.tgt_in);
+      write_ids(out, batch.tgt_out);
+    }
+  });
 }
 
 void BatchDumpWriter::finish() {
-  out_.close();
-  if (!out_) throw IoError("training.dump_batches: cannot write '" + path_ + ".tmp'");
-  std::error_code ec;
-  std::filesystem::rename(path_ + ".tmp", path_, ec);
-  if (ec) throw IoError("training.dump_batches: cannot rename '" + path_ + ".tmp' to '" + path_ + "': " + ec.message());
+  named([&] { out_->commit(); });
 }
 
 std::vector<DumpedBatch> read_batch_dump(const std::string& path) {

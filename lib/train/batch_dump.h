@@ -3,27 +3,29 @@
 // (bench/reference/) trains on exactly the batches parla-train trained on. Little-endian binary:
 //   8 bytes magic "PRLBAT01", then per batch: int64 B, int64 S, int64 T, src int64[B*S], tgt_in int64[B*T],
 //   tgt_out int64[B*T]   (row-major; T = 0 for a batch without target, as BERT's)
-// Written to PATH.tmp and renamed to PATH when the run ends (or stops on a signal), so PATH is always whole.
+// Written to PATH.tmp and renamed to PATH when the run ends (or stops on a signal), so PATH is always whole; a run
+// that fails removes PATH.tmp.
 #include <cstdint>
-#include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "data/batch.h"
+#include "data/output_file.h"
 
 namespace parla::train {
 
 class BatchDumpWriter {
  public:
-  // Truncates PATH.tmp. Throws IoError naming training.dump_batches when it cannot be written.
-  explicit BatchDumpWriter(std::string path);
+  // Truncates PATH.tmp. Throws IoError naming training.dump_batches, the file and the system's reason when it
+  // cannot be written.
+  explicit BatchDumpWriter(const std::string& path);
   void write(const data::Batch& batch);  // a CPU batch
   // Flushes and renames PATH.tmp to PATH. Throws IoError.
   void finish();
 
  private:
-  std::string path_;
-  std::ofstream out_;
+  std::optional<data::AtomicOutputFile> out_;  // optional: built inside the constructor's error naming
 };
 
 struct DumpedBatch {

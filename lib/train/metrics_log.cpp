@@ -1,19 +1,15 @@
 #include "train/metrics_log.h"
 
-#include "core/error.h"
-
 namespace parla::train {
 
 MetricsLog::MetricsLog(const std::string& path, bool truncate)
-    : path_(path), out_(path, truncate ? std::ios::trunc : std::ios::app) {
-  if (!out_) throw IoError("cannot write metrics log '" + path + "'");
-}
+    : out_(std::make_unique<data::OutputFile>(path, truncate ? data::OutputFile::Mode::truncate
+                                                             : data::OutputFile::Mode::append)) {}
 
 void MetricsLog::write(const nlohmann::json& record) {
-  if (!out_.is_open()) return;
-  out_ << record.dump() << '\n';
-  out_.flush();
-  if (!out_) throw IoError("writing metrics log '" + path_ + "' failed (disk full?)");
+  if (!out_) return;
+  out_->write_line(record.dump());
+  out_->flush();
 }
 
 }  // namespace parla::train

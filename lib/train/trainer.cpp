@@ -16,6 +16,7 @@
 #include "core/progress.h"
 #include "core/runtime_device.h"
 #include "data/batch_sampler.h"
+#include "data/output_file.h"
 #include "data/token_dataset.h"
 #include "models/checkpoint.h"
 #include "models/seq2seq.h"
@@ -79,25 +80,18 @@ std::string read_file_bytes(const std::string& path) {
   return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
-// Atomic write of a small text file: temp in the same folder, then rename.
-void write_text_atomically(const std::string& path, const std::string& text) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::trunc);
-    out << text;
-    if (!out) throw IoError("cannot write '" + tmp + "'");
-  }
-  std::error_code ec;
-  fs::rename(tmp, path, ec);
-  if (ec) throw IoError("cannot rename '" + tmp + "' to '" + path + "': " + ec.message());
-}
-
+// Through a temporary in the same folder, removed when anything fails, so `to` is either the whole copy or
+// untouched.
 void copy_atomically(const std::string& from, const std::string& to) {
   std::string tmp = to + ".tmp";
   std::error_code ec;
   fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
   if (!ec) fs::rename(tmp, to, ec);
-  if (ec) throw IoError("cannot write '" + to + "': " + ec.message());
+  if (ec) {
+    std::string why = ec.message();
+    fs::remove(tmp, ec);
+    throw IoError("cannot write '" + to + "' (temporary '" + tmp + "'): " + why);
+  }
 }
 
 // Rows [start, start + n) of a batch, without the padding columns that only longer rows needed.
@@ -166,6 +160,9 @@ struct Trainer::Impl {
   std::string save_dir;
   std::string src_spm, tgt_spm;
   bool master = true;
+  // A resumed run whose checkpoint had already reached a stop condition: which (TrainResult::stop_reason) and a
+  // sentence for the log; empty while there is training to do.
+  std::string finished_reason, finished_detail;
 
   Impl(const Config& c, TrainerOptions o, std::shared_ptr<DataParallel> d)
       : cfg(c), opts(std::move(o)), dp(std::move(d)) {
@@ -210,6 +207,10 @@ struct Trainer::Impl {
 
     if (!opts.resume.empty()) {
       resume_from(opts.resume);
+      // Nothing left to do: the run must not take another update, validate or save (every resume of a finished
+      // run would otherwise add a step and rewrite its checkpoints), nor rewrite config.json or metrics.
+      check_finished_before_start();
+      if (!finished_reason.empty()) return;
     } else {
       dp->broadcast_parameters(*model);
     }
@@ -217,7 +218,7 @@ struct Trainer::Impl {
       std::error_code ec;
       fs::create_directories(save_dir, ec);
       if (ec) throw IoError("cannot create training.save_dir '" + save_dir + "': " + ec.message());
-      write_text_atomically(save_dir + "/config.json", config::to_json(cfg).dump(2) + "\n");
+      data::write_file_atomically(save_dir + "/config.json", config::to_json(cfg).dump(2) + "\n");
       metrics = MetricsLog(save_dir + "/" + t.metrics_file, /*truncate=*/opts.resume.empty());
     }
   }
@@ -263,6 +264,48 @@ struct Trainer::Impl {
     });
     spdlog::info("resumed from '{}' at step {}, epoch {} (batch {} of the epoch)", path, state.step, state.epoch,
                  state.batch_in_epoch);
+  }
+
+  // The stop conditions, one definition for the loop and for a resumed run's check before it starts.
+  bool max_steps_reached() const { return cfg.training.max_steps > 0 && state.step >= cfg.training.max_steps; }
+  bool max_time_reached() const { return cfg.training.max_time > 0 && state.elapsed >= cfg.training.max_time * 60; }
+  // The last epoch allowed is used up (`plan_size`: batches of the current epoch's plan).
+  bool max_epochs_reached(size_t plan_size) const {
+    return cfg.training.max_epochs > 0 && state.epoch >= cfg.training.max_epochs &&
+           state.batch_in_epoch >= static_cast<int64_t>(plan_size);
+  }
+  bool patience_exhausted() const {
+    return cfg.training.patience > 0 && state.stale_validations >= cfg.training.patience;
+  }
+
+  // Sets finished_reason/detail when the resumed state already meets a stop condition of the (possibly changed)
+  // config, in the order the loop tests them. Raising the limit on resume (--max-steps ...) trains on.
+  void check_finished_before_start() {
+    const auto& t = cfg.training;
+    const std::string where = fmt::format("step {}, epoch {}, {} trained", state.step, state.epoch,
+                                          Progress::format_duration(state.elapsed));
+    const auto plan_size = data::plan_epoch(task->train_lengths(), t.batch_tokens,
+                                            static_cast<uint64_t>(cfg.runtime.seed), state.epoch).size();
+    if (max_steps_reached()) {
+      finished_reason = "max_steps";
+      finished_detail = fmt::format("training.max_steps = {} reached ({}); raise it (--max-steps) to train on",
+                                    t.max_steps, where);
+    } else if (max_time_reached()) {
+      finished_reason = "max_time";
+      finished_detail = fmt::format("training.max_time = {:g} minutes reached ({}); raise it (--max-time) to train on",
+                                    t.max_time, where);
+    } else if (max_epochs_reached(plan_size)) {
+      finished_reason = "max_epochs";
+      finished_detail = fmt::format("training.max_epochs = {} reached (epoch {} complete; {}); raise it "
+                                    "(--max-epochs) to train on",
+                                    t.max_epochs, state.epoch, where);
+    } else if (patience_exhausted()) {
+      finished_reason = "early_stopping";
+      finished_detail = fmt::format("early stopping: {} validations without a better {} (training.patience = {}; "
+                                    "best {:.4f} at step {}; {}); raise training.patience to train on",
+                                    state.stale_validations, t.early_stop_metric, t.patience, state.best,
+                                    state.best_step, where);
+    }
   }
 
   nlohmann::json info_json() const {
@@ -357,7 +400,7 @@ struct Trainer::Impl {
                    state.step, state.epoch, r.loss, r.perplexity, bleu, metric, state.best, state.best_step,
                    improved ? " *" : "", Progress::format_duration(secs));
     }
-    return {improved, cfg.training.patience > 0 && state.stale_validations >= cfg.training.patience};
+    return {improved, patience_exhausted()};
   }
 
   // checkpoint_last.pt (+ checkpoint_<step>.pt), and checkpoint_best.pt when the validation just improved.
@@ -497,6 +540,16 @@ struct Trainer::Impl {
   TrainResult run() {
     const auto& t = cfg.training;
     TrainResult result;
+    if (!finished_reason.empty()) {
+      if (master)
+        spdlog::info("nothing to do: {}; the checkpoints in '{}' are left as they are", finished_detail, save_dir);
+      result.stop_reason = finished_reason;
+      result.already_finished = true;
+      result.steps = state.step;
+      result.epoch = state.epoch;
+      result.skipped_steps = state.skipped_steps;
+      return result;
+    }
     install_shutdown_handlers();
     const auto& table = task->train_lengths();
     const int world = dp->world_size();
@@ -562,7 +615,7 @@ struct Trainer::Impl {
     while (true) {
       // --- next group of batches (end of epoch: next epoch, reshuffled from the seed) ---
       if (state.batch_in_epoch >= static_cast<int64_t>(plan.size())) {
-        if (t.max_epochs > 0 && state.epoch >= t.max_epochs) {
+        if (max_epochs_reached(plan.size())) {
           result.stop_reason = "max_epochs";
           break;
         }
@@ -726,15 +779,14 @@ struct Trainer::Impl {
         result.stop_reason = "signal";
         break;
       }
-      bool stop = false;
-      if (t.max_steps > 0 && state.step >= t.max_steps) {
+      if (max_steps_reached()) {
         result.stop_reason = "max_steps";
-        stop = true;
-      } else if (t.max_time > 0 && state.elapsed >= t.max_time * 60) {
-        result.stop_reason = "max_time";
-        stop = true;
+        break;
       }
-      if (stop) break;
+      if (max_time_reached()) {
+        result.stop_reason = "max_time";
+        break;
+      }
       Verdict verdict;
       if (t.valid_every > 0 && state.step > 0 && state.step % t.valid_every == 0 && state.last_valid_step != state.step)
         verdict = validate(result);

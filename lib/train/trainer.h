@@ -45,6 +45,8 @@ struct TrainResult {
   int64_t overflow_steps = 0;   // fp16: updates skipped because the loss scale overflowed (0 otherwise)
   double loss_scale = 0;        // fp16: the dynamic loss scale at the end (0 otherwise)
   std::string stop_reason;      // max_steps, max_epochs, max_time, early_stopping, signal
+  // Resumed from a checkpoint that had already reached `stop_reason`: nothing trained, validated or written.
+  bool already_finished = false;
   int signal = 0;               // the signal that stopped training, 0 otherwise
   std::vector<double> losses;   // per update of this run: training loss per item (NaN for skipped updates)
   nlohmann::json last_validation;  // empty when training ended without validating

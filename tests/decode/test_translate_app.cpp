@@ -12,6 +12,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "data/output_file.h"
 #include "decode/translator.h"
 #include "models/checkpoint.h"
 #include "models/factory.h"
@@ -24,6 +25,7 @@
 
 using parla::testing::run;
 using parla::testing::TempDir;
+namespace fs = std::filesystem;
 
 namespace {
 
@@ -239,11 +241,65 @@ TEST_CASE("a translator resolves decoding.precision for its device and names the
                     Catch::Contains("decoding.precision"));
 
   std::istringstream in("the house is small\n");
-  std::ostringstream broken;
-  broken.setstate(std::ios::badbit);  // as a full disk leaves a stream
-  CHECK_THROWS_AS(t.translate_stream(in, broken, "file out.txt"), parla::IoError);
-  std::istringstream again("the house is small\n");
-  CHECK_THROWS_WITH(t.translate_stream(again, broken, "file out.txt"), Catch::Contains("out.txt"));
+  parla::data::OutputFile full("/dev/full");  // refuses every write with ENOSPC, as a full disk does
+  CHECK_THROWS_WITH(t.translate_stream(in, full),
+                    Catch::Contains("'/dev/full'") && Catch::Contains("No space left on device"));
+}
+
+namespace {
+
+// Clean input (no warnings: under a file size limit stderr is limited too) whose translations are several KB.
+std::string long_input(const TempDir& dir) {
+  const char* words[] = {"the", "house", "is", "small", "a", "dog", "runs", "fast", "green", "tree", "we", "see"};
+  std::string text;
+  for (int i = 0; i < 160; ++i) {
+    for (int j = 0; j < 4 + i % 9; ++j) text += std::string(words[(i * 7 + j * 5) % 12]) + " ";
+    text += "\n";
+  }
+  return dir.write("long.txt", text);
+}
+
+std::vector<std::string> quick_args(const Fixture& f, const std::string& input) {
+  return {"-m", f.checkpoint, "-i", input, "-b", "1", "--batch-size", "64", "--max-input-length", "40",
+          "--threads", "1", "-q"};
+}
+
+}  // namespace
+
+TEST_CASE("parla-translate writing to a full standard output exits 1 naming standard output and the reason",
+          "[translate_app]") {
+  auto& f = fixture();
+  std::vector<std::string> args{"-c", "exec \"$0\" \"$@\" > /dev/full", std::string(PARLA_BIN_DIR) + "/parla-translate"};
+  for (auto& a : quick_args(f, f.input)) args.push_back(a);
+  auto r = run("/bin/bash", args);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("standard output") != std::string::npos);
+  CHECK(r.err.find("No space left on device") != std::string::npos);
+}
+
+TEST_CASE("parla-translate -o FILE past a file size limit exits 1 naming FILE and the reason, leaving nothing",
+          "[translate_app]") {
+  auto& f = fixture();
+  TempDir dir("translate-fsize");
+  const std::string input = long_input(dir);
+  auto whole = run("parla-translate", quick_args(f, input));
+  REQUIRE(whole.exit_code == 0);
+  // bash's `ulimit -f` counts 1024-byte blocks (512 in POSIX mode): either way below this output.
+  REQUIRE(whole.out.size() > 4096);
+
+  fs::create_directories(dir.file("out"));
+  const std::string out = dir.file("out/translations.txt");
+  // SIGXFSZ ignored, so the write past the limit fails with EFBIG instead of killing the process.
+  std::vector<std::string> args{"-c", "trap '' XFSZ; ulimit -f 1; exec \"$0\" \"$@\"",
+                                std::string(PARLA_BIN_DIR) + "/parla-translate", "-o", out};
+  for (auto& a : quick_args(f, input)) args.push_back(a);
+  auto r = run("/bin/bash", args);
+  INFO(r.err);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find(out) != std::string::npos);
+  CHECK(r.err.find("File too large") != std::string::npos);
+  CHECK(fs::is_empty(dir.file("out")));  // neither FILE nor its temporary
 }
 
 TEST_CASE("parla-translate on a GPU gives the CPU's translations", "[translate_app][cuda]") {

@@ -253,6 +253,23 @@ TEST_CASE("preprocess: separate validation and test files are used as given, and
   CHECK(tgt_vocab.decode(std::vector<int>(t.begin(), t.end())) == "we have");
 }
 
+TEST_CASE("preprocess: progress lines count in the right number and give rates only where they mean something") {
+  TempDir dir("preprocess");
+  std::string prefix = write_corpus(dir, make_corpus(), false);
+  auto args = small_run_args();
+  args.pop_back();  // not -q: the info lines are under test
+  REQUIRE(args.size() == 8);
+  for (std::string a : {"--prefix", prefix.c_str(), "--src-lang", "de", "--tgt-lang", "en", "-o"}) args.push_back(a);
+  args.push_back(dir.file("ds"));
+  auto r = run("parla-preprocess", args);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  // One joint SentencePiece model: "1 model", and no rate from one unit (the user saw "1 models ... (0 models/s)").
+  CHECK_THAT(r.err, Contains("vocab: done, 1 model in"));
+  CHECK_THAT(r.err, !Contains("models/s") && !Contains("1 models") && !Contains(" 0 pairs/s"));
+  CHECK_THAT(r.err, Contains("encode: done, ") && Contains(" pairs in "));
+}
+
 TEST_CASE("preprocess: unequal line counts name both files and both counts, exit 1, nothing written") {
   TempDir dir("preprocess");
   dir.write("c.de", "a\nb\nc\n");

@@ -1,14 +1,19 @@
 #include <catch2/catch.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <sstream>
 
+#include <spdlog/sinks/ostream_sink.h>
+#include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "models/checkpoint.h"
 #include "models/factory.h"
@@ -390,4 +395,163 @@ TEST_CASE("the training loop reads the device once per update and once per progr
   CHECK(std::isnan(re.losses[3]));
   // 8 updates (a flag read each) and 7 progress lines.
   CHECK(re.host_reads == 8 + 7);
+}
+
+namespace {
+
+using FileState = std::pair<std::string, fs::file_time_type>;  // bytes, modification time
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+std::map<std::string, FileState> files_of(const std::string& dir) {
+  std::map<std::string, FileState> out;
+  for (const auto& e : fs::directory_iterator(dir))
+    out[e.path().filename().string()] = {slurp(e.path()), fs::last_write_time(e.path())};
+  return out;
+}
+
+// Every file of a save_dir with its modification time set an hour back, so that any rewrite shows, even one
+// of identical bytes within the file system's timestamp granularity.
+std::map<std::string, FileState> age_files(const std::string& dir) {
+  const auto past = fs::file_time_type::clock::now() - std::chrono::hours(1);
+  for (const auto& e : fs::directory_iterator(dir)) fs::last_write_time(e.path(), past);
+  return files_of(dir);
+}
+
+void check_untouched(const std::string& dir, const std::map<std::string, FileState>& before) {
+  auto now = files_of(dir);
+  for (const auto& [name, state] : before) {
+    INFO(name);
+    REQUIRE(now.count(name));
+    CHECK(now[name].first == state.first);
+    CHECK(now[name].second == state.second);
+  }
+  CHECK(now.size() == before.size());  // no new file (checkpoint_<step>.pt) either
+}
+
+// The library's log lines while it lives.
+class LogCapture {
+ public:
+  LogCapture() : sink_(std::make_shared<spdlog::sinks::ostream_sink_mt>(text_)) {
+    spdlog::default_logger()->sinks().push_back(sink_);
+  }
+  ~LogCapture() {
+    auto& sinks = spdlog::default_logger()->sinks();
+    sinks.erase(std::remove(sinks.begin(), sinks.end(), sink_), sinks.end());
+  }
+  std::string text() const { return text_.str(); }
+
+ private:
+  std::ostringstream text_;
+  std::shared_ptr<spdlog::sinks::ostream_sink_mt> sink_;
+};
+
+TrainerOptions resume_last(const Config& cfg) {
+  TrainerOptions o;
+  o.resume = cfg.training.save_dir + "/checkpoint_last.pt";
+  return o;
+}
+
+// Resumes a finished run (in process) and checks that it did nothing but say so, naming `limit` and the step.
+void check_resume_does_nothing(const Config& cfg, const std::string& reason, const std::string& limit,
+                               int64_t steps) {
+  auto before = age_files(cfg.training.save_dir);
+  for (const char* f : {"checkpoint_last.pt", "checkpoint_best.pt", "metrics.jsonl", "config.json"})
+    REQUIRE(before.count(f));
+  LogCapture log;
+  auto r = Trainer(cfg, resume_last(cfg)).run();
+  INFO(log.text());
+  CHECK(r.already_finished);
+  CHECK(r.stop_reason == reason);
+  CHECK(r.steps == steps);
+  CHECK(r.losses.empty());
+  CHECK(log.text().find("nothing to do") != std::string::npos);
+  CHECK(log.text().find(limit) != std::string::npos);
+  CHECK(log.text().find("step " + std::to_string(steps)) != std::string::npos);
+  check_untouched(cfg.training.save_dir, before);
+}
+
+}  // namespace
+
+TEST_CASE("parla-train --resume of a run that reached training.max_steps exits 0 touching nothing, and a raised "
+          "--max-steps trains on") {
+  auto data = parla::test::toy_dataset("finished-steps-data");
+  Config cfg = parla::test::toy_config(data, "finished-steps");
+  cfg.training.max_steps = 8;
+  REQUIRE(Trainer(cfg, {}).run().steps == 8);
+  const std::string config_file = cfg.training.save_dir + "-config.json";
+  std::ofstream(config_file) << parla::config::to_json(cfg).dump(2);
+  const std::string train = std::string(PARLA_BIN_DIR) + "/parla-train";
+
+  auto before = age_files(cfg.training.save_dir);
+  for (int again = 0; again < 2; ++again) {  // the user's report: every resume added a step and rewrote the files
+    auto r = parla::testing::run(train, {"-c", config_file, "--resume"});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.err.find("nothing to do: training.max_steps = 8 reached (step 8, epoch 1") != std::string::npos);
+    check_untouched(cfg.training.save_dir, before);
+  }
+  CHECK(parla::models::read_meta(cfg.training.save_dir + "/checkpoint_last.pt").info["step"] == 8);
+
+  auto raised = parla::testing::run(train, {"-c", config_file, "--resume", "--max-steps", "11"});
+  INFO(raised.err);
+  CHECK(raised.exit_code == 0);
+  CHECK(raised.err.find("nothing to do") == std::string::npos);
+  CHECK(parla::models::read_meta(cfg.training.save_dir + "/checkpoint_last.pt").info["step"] == 11);
+  CHECK(metric_losses(cfg.training.save_dir).size() == 11);
+}
+
+TEST_CASE("resuming a run that reached training.max_time trains no further, and a raised max_time trains on") {
+  auto data = parla::test::toy_dataset("finished-time-data");
+  Config cfg = parla::test::toy_config(data, "finished-time");
+  cfg.training.max_time = 0.003;  // minutes: 0.18 s, a few updates
+  auto first = Trainer(cfg, {}).run();
+  REQUIRE(first.stop_reason == "max_time");
+  check_resume_does_nothing(cfg, "max_time", "training.max_time = 0.003 minutes reached", first.steps);
+
+  cfg.training.max_time = 0.006;
+  auto more = Trainer(cfg, resume_last(cfg)).run();
+  CHECK_FALSE(more.already_finished);
+  CHECK(more.stop_reason == "max_time");
+  CHECK(more.steps > first.steps);
+}
+
+TEST_CASE("resuming a run that reached training.max_epochs trains no further, and a raised max_epochs trains on") {
+  auto data = parla::test::toy_dataset("finished-epochs-data");
+  Config cfg = parla::test::toy_config(data, "finished-epochs");
+  cfg.training.max_epochs = 1;
+  auto first = Trainer(cfg, {}).run();
+  REQUIRE(first.stop_reason == "max_epochs");
+  REQUIRE(first.epoch == 1);
+  check_resume_does_nothing(cfg, "max_epochs", "training.max_epochs = 1 reached (epoch 1 complete", first.steps);
+
+  cfg.training.max_epochs = 2;
+  auto more = Trainer(cfg, resume_last(cfg)).run();
+  CHECK_FALSE(more.already_finished);
+  CHECK(more.stop_reason == "max_epochs");
+  CHECK(more.epoch == 2);
+  CHECK(more.steps > first.steps);
+}
+
+TEST_CASE("resuming a run that stopped early (patience) trains no further, and a raised patience trains on") {
+  auto data = parla::test::toy_dataset("finished-early-data");
+  Config cfg = parla::test::toy_config(data, "finished-early");
+  cfg.training.lr = 1e-9;  // nothing is learned, so validation cannot improve after the first
+  cfg.training.warmup_steps = 0;
+  cfg.training.schedule = "constant";
+  cfg.training.valid_every = 2;
+  cfg.training.patience = 2;
+  cfg.training.max_steps = 100;
+  auto first = Trainer(cfg, {}).run();
+  REQUIRE(first.stop_reason == "early_stopping");
+  check_resume_does_nothing(cfg, "early_stopping", "training.patience = 2", first.steps);
+
+  cfg.training.patience = 4;
+  auto more = Trainer(cfg, resume_last(cfg)).run();
+  CHECK_FALSE(more.already_finished);
+  CHECK(more.stop_reason == "early_stopping");
+  CHECK(more.steps > first.steps);
 }

@@ -1,0 +1,112 @@
+// Output files: every write failure names the file and the system's reason; atomic files are whole or absent.
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "data/output_file.h"
+#include "support/temp_dir.h"
+
+using Catch::Contains;
+using parla::data::AtomicOutputFile;
+using parla::data::OutputFile;
+using parla::testing::TempDir;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string slurp(const std::string& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("a write that fails names the file and the system's reason") {
+  // /dev/full accepts the open and refuses every write with ENOSPC, as a full disk does.
+  OutputFile full("/dev/full");
+  full.write_line("a line");  // buffered: the failure shows on flush or close
+  CHECK_THROWS_WITH(full.close(), Contains("'/dev/full'") && Contains("No space left on device"));
+
+  OutputFile flushed("/dev/full");
+  flushed.write("x");
+  CHECK_THROWS_AS(flushed.flush(), parla::IoError);
+
+  TempDir dir("output-file");
+  CHECK_THROWS_WITH(OutputFile(dir.file("no-such-dir/f.txt")),
+                    Contains(dir.file("no-such-dir/f.txt")) && Contains("No such file or directory"));
+}
+
+TEST_CASE("a borrowed stream is named as given and left open") {
+  std::FILE* f = std::fopen("/dev/full", "wb");
+  REQUIRE(f != nullptr);
+  {
+    OutputFile out(f, "standard output");
+    out.write("translation\n");
+    CHECK_THROWS_WITH(out.flush(), Contains("standard output") && Contains("No space left on device"));
+  }
+  TempDir dir("output-file");
+  std::FILE* g = std::fopen(dir.file("borrowed.txt").c_str(), "wb");
+  REQUIRE(g != nullptr);
+  {
+    OutputFile out(g, "standard output");
+    out.write("one\n");
+    out.close();  // flushes, does not close
+  }
+  CHECK(std::fputs("two\n", g) >= 0);  // still open: the owner closes it
+  CHECK(std::fclose(g) == 0);
+  CHECK(slurp(dir.file("borrowed.txt")) == "one\ntwo\n");
+  std::fclose(f);
+}
+
+TEST_CASE("append mode adds to an existing file") {
+  TempDir dir("output-file");
+  std::string p = dir.write("log.jsonl", "{\"a\":1}\n");
+  OutputFile out(p, OutputFile::Mode::append);
+  out.write_line("{\"b\":2}");
+  out.close();
+  CHECK(slurp(p) == "{\"a\":1}\n{\"b\":2}\n");
+}
+
+TEST_CASE("an atomic output file is whole after commit and leaves neither file nor temporary when it fails") {
+  TempDir dir("output-file");
+  const std::string p = dir.file("out.txt");
+  {
+    AtomicOutputFile out(p);
+    CHECK(out.temporary_path() == p + ".tmp");
+    out.file().write("whole\n");
+    CHECK_FALSE(fs::exists(p));  // nothing under the final name until commit
+    out.commit();
+  }
+  CHECK(slurp(p) == "whole\n");
+  CHECK_FALSE(fs::exists(p + ".tmp"));
+
+  // An error on the way (the object destroyed without commit): the old file stays, the temporary goes.
+  try {
+    AtomicOutputFile out(p);
+    out.file().write("half");
+    throw std::runtime_error("translation failed");
+  } catch (const std::runtime_error&) {
+  }
+  CHECK(slurp(p) == "whole\n");
+  CHECK_FALSE(fs::exists(p + ".tmp"));
+
+  parla::data::write_file_atomically(dir.file("meta.json"), "{}\n");
+  CHECK(slurp(dir.file("meta.json")) == "{}\n");
+  CHECK_FALSE(fs::exists(dir.file("meta.json.tmp")));
+}
+
+TEST_CASE("an atomic output file whose rename fails names both paths and removes the temporary") {
+  TempDir dir("output-file");
+  fs::create_directories(dir.file("taken/inside"));  // a non-empty directory cannot be replaced by a file
+  AtomicOutputFile out(dir.file("taken"));
+  out.file().write("x");
+  CHECK_THROWS_WITH(out.commit(), Contains(dir.file("taken.tmp")) && Contains(dir.file("taken")));
+  CHECK(fs::is_directory(dir.file("taken/inside")));
+  CHECK_FALSE(fs::exists(dir.file("taken.tmp")));
+}
