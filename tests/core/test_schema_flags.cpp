@@ -29,7 +29,7 @@ parla::Config parse(const std::vector<std::string>& exposed, std::vector<std::st
   return builder.build();
 }
 
-std::string config_error(const std::function<void()>& fn) {
+std::string flag_error(const std::function<void()>& fn) {
   try {
     fn();
   } catch (const parla::ConfigError& e) {
@@ -57,19 +57,19 @@ TEST_CASE("schema flags: a given flag sets its key, an absent one leaves the def
 }
 
 TEST_CASE("schema flags: a bad value is the schema's error, naming the flag and the key") {
-  auto range = config_error([] { parse({"decoding"}, {"--beam-size", "0"}); });
+  auto range = flag_error([] { parse({"decoding"}, {"--beam-size", "0"}); });
   CHECK_THAT(range, Contains("--beam-size"));
   CHECK_THAT(range, Contains("decoding.beam_size"));
   CHECK_THAT(range, Contains("out of range"));
-  auto type = config_error([] { parse({"decoding"}, {"-b", "five"}); });
+  auto type = flag_error([] { parse({"decoding"}, {"-b", "five"}); });
   CHECK_THAT(type, Contains("--beam-size"));
   CHECK_THAT(type, Contains("expected an int"));
-  auto fraction = config_error([] { parse({"decoding"}, {"-b", "2.5"}); });
+  auto fraction = flag_error([] { parse({"decoding"}, {"-b", "2.5"}); });
   CHECK_THAT(fraction, Contains("expected an int"));
-  auto choice = config_error([] { parse({"decoding"}, {"--precision", "fp166"}); });
+  auto choice = flag_error([] { parse({"decoding"}, {"--precision", "fp166"}); });
   CHECK_THAT(choice, Contains("--precision"));
   CHECK_THAT(choice, Contains("did you mean 'fp16'"));
-  auto nan = config_error([] { parse({"decoding"}, {"--temperature", "nan"}); });
+  auto nan = flag_error([] { parse({"decoding"}, {"--temperature", "nan"}); });
   CHECK_THAT(nan, Contains("--temperature"));
 }
 

@@ -22,7 +22,7 @@ using parla::decode::select_candidates;
 
 namespace {
 
-std::vector<Candidate> brute_force(const torch::Tensor& logp, const std::vector<float>& row_score, int64_t beam,
+std::vector<Candidate> brute_force_device(const torch::Tensor& logp, const std::vector<float>& row_score, int64_t beam,
                                    int64_t a, int64_t count) {
   const int64_t V = logp.size(1);
   auto acc = logp.accessor<float, 2>();
@@ -103,7 +103,7 @@ TEST_CASE("tensor-op beam candidates equal brute force and the scan on random ca
     for (int64_t a = 0; a < sentences; ++a) {
       INFO("trial " << trial << " sentence " << a << " beam " << c.beam << " V " << c.logp.size(1) << " count "
                     << c.count);
-      auto want = brute_force(c.logp, c.row_score, c.beam, a, c.count);
+      auto want = brute_force_device(c.logp, c.row_score, c.beam, a, c.count);
       require_equal(got[a], want);
       require_equal(scan[a], want);
     }

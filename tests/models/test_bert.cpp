@@ -11,11 +11,12 @@
 #include "models/factory.h"
 #include "models/transformer.h"
 #include "models/tiny_config.h"
+#include "support/tensors.h"
 
+using parla::testing::max_abs_diff;
 using namespace parla::models;
 
 namespace {
-double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 parla::ModelConfig tiny_bert() {
   auto c = parla::testing::tiny_transformer();

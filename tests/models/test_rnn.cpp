@@ -9,13 +9,11 @@
 #include "models/factory.h"
 #include "models/rnn.h"
 #include "models/tiny_config.h"
+#include "support/tensors.h"
 
+using parla::testing::max_abs_diff;
 using namespace parla::models;
 using parla::testing::tiny_rnn;
-
-namespace {
-double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
-}  // namespace
 
 TEST_CASE("rnn incremental decoding equals full-sequence decoding for each cell, attention and input feeding") {
   torch::manual_seed(1);

@@ -9,13 +9,14 @@
 #include "models/tiny_config.h"
 #include "core/runtime_device.h"
 #include "support/cuda.h"
+#include "support/tensors.h"
 
+using parla::testing::max_abs_diff;
 using namespace parla::models;
 using parla::testing::tiny_transformer;
 
 namespace {
 
-double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) { return (a - b).abs().max().item<double>(); }
 
 // Source batch with padding: row 1 is two tokens shorter.
 torch::Tensor sample_src() {

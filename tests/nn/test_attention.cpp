@@ -15,14 +15,12 @@
 #include "nn/masked_softmax.h"
 #include "nn/multi_head_attention.h"
 #include "support/cuda.h"
+#include "support/tensors.h"
 
+using parla::testing::max_abs_diff;
 using namespace parla::nn;
 
 namespace {
-
-double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
-}
 
 // Naive softmax over a vector restricted to `allowed`; all-zero when nothing is allowed.
 std::vector<double> naive_softmax(const std::vector<double>& s, const std::vector<bool>& allowed) {

@@ -11,14 +11,13 @@
 #include "nn/multi_head_attention.h"
 #include "nn/single_query_attention.h"
 #include "support/cuda.h"
+#include "support/tensors.h"
 
+using parla::testing::max_abs_diff;
 using namespace parla::nn;
 
 namespace {
 
-double max_abs_diff(const torch::Tensor& a, const torch::Tensor& b) {
-  return (a.to(torch::kDouble) - b.to(torch::kDouble)).abs().max().item<double>();
-}
 
 // out [N, H, Dh] and weights [N, H, L] of q [N, H, Dh] over k, v [N, H, L, Dh]; valid [N, L] or undefined.
 std::pair<torch::Tensor, torch::Tensor> naive(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
