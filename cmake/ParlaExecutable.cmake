@@ -8,6 +8,7 @@
 # libstdc++ in the NEEDED list our calls bind to those copies and crash (seen: remove_all jumping to address 0).
 function(parla_link_executable target)
   target_link_libraries(${target} PRIVATE -Wl,--no-as-needed protobuf stdc++ -Wl,--as-needed parla)
+  add_dependencies(${target} parla_sentencepiece)  # loaded at run time (lib/text/sentencepiece_library.cpp)
   parla_warnings(${target})
 endfunction()
 
@@ -26,6 +27,7 @@ endfunction()
 function(parla_torch_free_app name source)
   add_executable(${name} ${source})
   target_link_libraries(${name} PRIVATE parla_base)
+  add_dependencies(${name} parla_sentencepiece)
   parla_warnings(${name})
   set_property(GLOBAL APPEND PROPERTY PARLA_APPS ${name})
 endfunction()
