@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "data/output_file.h"
+#include "support/files.h"
 #include "support/temp_dir.h"
 
 using Catch::Contains;
@@ -16,16 +17,7 @@ using parla::data::OutputFile;
 using parla::testing::TempDir;
 namespace fs = std::filesystem;
 
-namespace {
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-}  // namespace
+using parla::testing::read_file;
 
 TEST_CASE("a write that fails names the file and the system's reason") {
   // /dev/full accepts the open and refuses every write with ENOSPC, as a full disk does.
@@ -60,7 +52,7 @@ TEST_CASE("a borrowed stream is named as given and left open") {
   }
   CHECK(std::fputs("two\n", g) >= 0);  // still open: the owner closes it
   CHECK(std::fclose(g) == 0);
-  CHECK(slurp(dir.file("borrowed.txt")) == "one\ntwo\n");
+  CHECK(read_file(dir.file("borrowed.txt")) == "one\ntwo\n");
   std::fclose(f);
 }
 
@@ -70,7 +62,7 @@ TEST_CASE("append mode adds to an existing file") {
   OutputFile out(p, OutputFile::Mode::append);
   out.write_line("{\"b\":2}");
   out.close();
-  CHECK(slurp(p) == "{\"a\":1}\n{\"b\":2}\n");
+  CHECK(read_file(p) == "{\"a\":1}\n{\"b\":2}\n");
 }
 
 TEST_CASE("an atomic output file is whole after commit and leaves neither file nor temporary when it fails") {
@@ -83,7 +75,7 @@ TEST_CASE("an atomic output file is whole after commit and leaves neither file n
     CHECK_FALSE(fs::exists(p));  // nothing under the final name until commit
     out.commit();
   }
-  CHECK(slurp(p) == "whole\n");
+  CHECK(read_file(p) == "whole\n");
   CHECK_FALSE(fs::exists(p + ".tmp"));
 
   // An error on the way (the object destroyed without commit): the old file stays, the temporary goes.
@@ -93,11 +85,11 @@ TEST_CASE("an atomic output file is whole after commit and leaves neither file n
     throw std::runtime_error("translation failed");
   } catch (const std::runtime_error&) {
   }
-  CHECK(slurp(p) == "whole\n");
+  CHECK(read_file(p) == "whole\n");
   CHECK_FALSE(fs::exists(p + ".tmp"));
 
   parla::data::write_file_atomically(dir.file("meta.json"), "{}\n");
-  CHECK(slurp(dir.file("meta.json")) == "{}\n");
+  CHECK(read_file(dir.file("meta.json")) == "{}\n");
   CHECK_FALSE(fs::exists(dir.file("meta.json.tmp")));
 }
 

@@ -2,10 +2,17 @@
 // Small file helpers shared by the tests.
 #include <cstdlib>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <vector>
 
 namespace parla::testing {
+
+// The whole file, bytes as they are ("" when it cannot be read).
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
 
 inline std::vector<std::string> read_lines(const std::string& path) {
   std::ifstream in(path);

@@ -204,15 +204,22 @@ TEST_CASE("SIGINT saves checkpoint_last and stops after the current update") {
   CHECK(meta.info["step"] == 5);
 }
 
-TEST_CASE("early stopping ends training after `patience` validations without improvement") {
-  auto data = parla::test::toy_dataset("early");
-  Config cfg = parla::test::toy_config(data, "early-run");
-  cfg.training.lr = 1e-9;  // nothing is learned, so validation cannot improve after the first
+namespace {
+// Nothing is learned (lr 1e-9), so validation cannot improve after the first: early stopping after 2 more.
+void never_improving(Config& cfg) {
+  cfg.training.lr = 1e-9;
   cfg.training.warmup_steps = 0;
   cfg.training.schedule = "constant";
   cfg.training.valid_every = 2;
   cfg.training.patience = 2;
   cfg.training.max_steps = 100;
+}
+}  // namespace
+
+TEST_CASE("early stopping ends training after `patience` validations without improvement") {
+  auto data = parla::test::toy_dataset("early");
+  Config cfg = parla::test::toy_config(data, "early-run");
+  never_improving(cfg);
   auto r = Trainer(cfg, {}).run();
   CHECK(r.stop_reason == "early_stopping");
   CHECK(r.steps <= 10);
@@ -539,12 +546,7 @@ TEST_CASE("resuming a run that reached training.max_epochs trains no further, an
 TEST_CASE("resuming a run that stopped early (patience) trains no further, and a raised patience trains on") {
   auto data = parla::test::toy_dataset("finished-early-data");
   Config cfg = parla::test::toy_config(data, "finished-early");
-  cfg.training.lr = 1e-9;  // nothing is learned, so validation cannot improve after the first
-  cfg.training.warmup_steps = 0;
-  cfg.training.schedule = "constant";
-  cfg.training.valid_every = 2;
-  cfg.training.patience = 2;
-  cfg.training.max_steps = 100;
+  never_improving(cfg);
   auto first = Trainer(cfg, {}).run();
   REQUIRE(first.stop_reason == "early_stopping");
   check_resume_does_nothing(cfg, "early_stopping", "training.patience = 2", first.steps);
