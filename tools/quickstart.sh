@@ -109,7 +109,8 @@ fi
 APPS=(parla-preprocess parla-train parla-translate parla-score-bleu)
 if [ "$BUILD" = 1 ]; then
   log "[2/7] building ${APPS[*]} in $BUILD_DIR (-j $JOBS)"
-  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release >&2
+  # A unity build, as tools/test.sh does: about half the time of a fresh build (docs/BENCHMARKS.md).
+  cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_UNITY_BUILD="${PARLA_UNITY:-ON}" >&2
   targets=("${APPS[@]}")
   # The SentencePiece module the executables load at run time (lib/CMakeLists.txt), when the build has one.
   if cmake --build "$BUILD_DIR" --target help 2>/dev/null | grep -q '^parla_sentencepiece'; then
