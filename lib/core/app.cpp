@@ -1,5 +1,7 @@
 #include "core/app.h"
 
+#include <cerrno>
+#include <cstring>
 #include <iostream>
 #include <new>
 
@@ -11,8 +13,10 @@ namespace parla::app {
 
 void add_logging_flags(CLI::App& cli, CommonFlags& flags, const std::string& version_flag) {
   cli.set_version_flag(version_flag, flags.program + " " + kVersion, "Print the version and exit");
+  // Checked while parsing, so a bad level is reported before anything else (a missing positional argument).
   cli.add_option("--log-level", flags.log_level, "Log level on stderr: trace, debug, info, warn, error, off")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "warning", "error", "err", "critical", "off"}));
   cli.add_flag("-q,--quiet", flags.quiet, "Log only warnings and errors");
 }
 
@@ -35,7 +39,14 @@ config::ConfigBuilder start_config(const CommonFlags& flags) {
 
 bool dump_config_if_asked(const CommonFlags& flags, const Config& c) {
   if (!flags.dump_config) return false;
+  errno = 0;
   std::cout << config::to_json(c).dump(2) << std::endl;
+  if (!std::cout) {
+    // A config that did not reach its reader (a full disk, a closed pipe) must not look like success.
+    const int err = errno;
+    throw IoError(std::string("cannot write the config to standard output: ") +
+                  (err ? std::strerror(err) : "write failed"));
+  }
   return true;
 }
 

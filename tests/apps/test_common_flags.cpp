@@ -60,7 +60,7 @@ TEST_CASE("a wrong type or out-of-range override exits 2 naming the key") {
   }
 }
 
-TEST_CASE("--help documents the common options and exits 0, an unknown flag or log level exits 2") {
+TEST_CASE("every executable documents the common options in --help and exits 0, an unknown flag or log level exits 2") {
   for (const char* app : {"parla-preprocess", "parla-train", "parla-translate", "parla-score-bleu"}) {
     INFO(app);
     auto help = run(app, {"--help"});
@@ -232,7 +232,7 @@ TEST_CASE("every flag spelling and alias the apps had before the schema declared
                    {{"--model-type", "bpe"}, "vocab", "model_type", "bpe"}});
 }
 
-TEST_CASE("--help lists every flag of the keys an app exposes, with the key it sets") {
+TEST_CASE("the help of each app lists every flag of the keys it exposes, with the key it sets") {
   const std::pair<const char*, std::vector<std::string>> apps[] = {
       {"parla-translate", {"decoding", "runtime"}},
       {"parla-train", {"training", "runtime"}},
@@ -249,5 +249,15 @@ TEST_CASE("--help lists every flag of the keys an app exposes, with the key it s
         CHECK_THAT(help.out, Contains(last));
       }
     }
+  }
+}
+
+TEST_CASE("a config dumped into a full disk (--dump-config) exits 1 naming standard output and the reason") {
+  for (const char* app : kConfigApps) {
+    INFO(app);
+    auto r = run("/bin/bash", {"-c", std::string(PARLA_BIN_DIR) + "/" + app + " --dump-config > /dev/full"});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Contains("standard output"));
+    CHECK_THAT(r.err, Contains("No space left on device"));
   }
 }
