@@ -284,8 +284,6 @@ struct Trainer::Impl {
     const auto& t = cfg.training;
     const std::string where = fmt::format("step {}, epoch {}, {} trained", state.step, state.epoch,
                                           Progress::format_duration(state.elapsed));
-    const auto plan_size = data::plan_epoch(task->train_lengths(), t.batch_tokens,
-                                            static_cast<uint64_t>(cfg.runtime.seed), state.epoch).size();
     if (max_steps_reached()) {
       finished_reason = "max_steps";
       finished_detail = fmt::format("training.max_steps = {} reached ({}); raise it (--max-steps) to train on",
@@ -294,7 +292,10 @@ struct Trainer::Impl {
       finished_reason = "max_time";
       finished_detail = fmt::format("training.max_time = {:g} minutes reached ({}); raise it (--max-time) to train on",
                                     t.max_time, where);
-    } else if (max_epochs_reached(plan_size)) {
+    } else if (t.max_epochs > 0 &&  // the epoch's plan is built only when an epoch limit can apply
+               max_epochs_reached(data::plan_epoch(task->train_lengths(), t.batch_tokens,
+                                                   static_cast<uint64_t>(cfg.runtime.seed), state.epoch)
+                                      .size())) {
       finished_reason = "max_epochs";
       finished_detail = fmt::format("training.max_epochs = {} reached (epoch {} complete; {}); raise it "
                                     "(--max-epochs) to train on",
