@@ -10,6 +10,7 @@ packages=(
   libcli11-dev libspdlog-dev nlohmann-json3-dev catch2
   libgloo-dev                                # torch.distributed's Gloo backend headers
   zlib1g-dev
+  libcpp-httplib-dev                         # parla-serve's HTTP/1.1 server
   clang libclang-rt-14-dev                   # libFuzzer for the bounded fuzz test of parla-translate's input path
   python3
 )

@@ -50,6 +50,8 @@ const std::vector<Section>& sections() {
                                    [](const Config& c) -> const DecodingConfig& { return c.decoding; }),
       make_section<RuntimeConfig>([](Config& c) -> RuntimeConfig& { return c.runtime; },
                                   [](const Config& c) -> const RuntimeConfig& { return c.runtime; }),
+      make_section<ServeConfig>([](Config& c) -> ServeConfig& { return c.serve; },
+                                [](const Config& c) -> const ServeConfig& { return c.serve; }),
   };
   return all;
 }

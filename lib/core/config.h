@@ -1,6 +1,6 @@
 #pragma once
 // The one JSON config shared by all four executables: sections `data` (with `data.clean`), `vocab`, `model`,
-// `training`, `decoding`, `runtime`. Each executable reads the sections it needs from the same file.
+// `training`, `decoding`, `runtime`, `serve`. Each executable reads the sections it needs from the same file.
 // Precedence: defaults (in the section structs) < config file < --set overrides and app flags.
 #include <set>
 #include <string>
@@ -10,6 +10,7 @@
 #include "core/config/decoding_config.h"
 #include "core/config/model_config.h"
 #include "core/config/runtime_config.h"
+#include "core/config/serve_config.h"
 #include "core/config/schema.h"
 #include "core/config/training_config.h"
 #include "core/config/vocab_config.h"
@@ -23,6 +24,7 @@ struct Config {
   TrainingConfig training;
   DecodingConfig decoding;
   RuntimeConfig runtime;
+  ServeConfig serve;
 };
 
 namespace config {

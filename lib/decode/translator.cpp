@@ -101,24 +101,49 @@ Translator Translator::load(const std::vector<std::string>& checkpoints, const D
   }
 }
 
+std::vector<int> Translator::encode_line(const std::string& line, const std::string& where) const {
+  auto clean = sanitize_line(line);
+  if (clean.invalid_utf8 > 0)
+    spdlog::warn("{}: {} invalid UTF-8 sequence(s) replaced with U+FFFD", where, clean.invalid_utf8);
+  if (clean.control_chars > 0)
+    spdlog::warn("{}: {} control character(s) replaced with spaces", where, clean.control_chars);
+  auto ids = src_vocab_.encode(clean.text);
+  if (static_cast<int64_t>(ids.size()) > max_input_) {
+    spdlog::warn("{}: {} pieces, longer than the limit of {}; truncated", where, ids.size(), max_input_);
+    ids.resize(static_cast<size_t>(max_input_));
+  }
+  return ids;
+}
+
+std::vector<std::vector<Translator::Candidate>> Translator::translate_encoded(
+    const std::vector<std::vector<int>>& sources, int beam_size, int n_best) {
+  torch::NoGradGuard no_grad;
+  SearchOptions o = options_;
+  o.beam_size = beam_size;
+  o.n_best = n_best;
+  std::vector<size_t> rows(sources.size());
+  for (size_t i = 0; i < rows.size(); ++i) rows[i] = i;
+  std::vector<NBestList> found;
+  {
+    runtime::AutocastScope autocast(device_, precision_);
+    found = search(*model_, make_batch(sources, rows).to(device_), o, &generator_);
+  }
+  std::vector<std::vector<Candidate>> out(sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    for (const auto& h : found[i])
+      out[i].push_back({tgt_vocab_.decode(std::vector<int>(h.tokens.begin(), h.tokens.end())), h.score,
+                        h.tokens.size()});
+  }
+  return out;
+}
+
 std::vector<std::string> Translator::translate_lines(const std::vector<std::string>& lines, uint64_t first_line) {
   torch::NoGradGuard no_grad;
   const size_t n = lines.size();
   std::vector<std::vector<int>> ids(n);
   std::vector<size_t> todo;  // lines with something to translate
   for (size_t i = 0; i < n; ++i) {
-    const uint64_t line_no = first_line + i;
-    auto clean = sanitize_line(lines[i]);
-    if (clean.invalid_utf8 > 0)
-      spdlog::warn("input line {}: {} invalid UTF-8 sequence(s) replaced with U+FFFD", line_no, clean.invalid_utf8);
-    if (clean.control_chars > 0)
-      spdlog::warn("input line {}: {} control character(s) replaced with spaces", line_no, clean.control_chars);
-    ids[i] = src_vocab_.encode(clean.text);
-    if (static_cast<int64_t>(ids[i].size()) > max_input_) {
-      spdlog::warn("input line {}: {} pieces, longer than the limit of {}; truncated", line_no, ids[i].size(),
-                   max_input_);
-      ids[i].resize(static_cast<size_t>(max_input_));
-    }
+    ids[i] = encode_line(lines[i], "input line " + std::to_string(first_line + i));
     stats_.source_tokens += ids[i].size();
     if (!ids[i].empty()) todo.push_back(i);
   }

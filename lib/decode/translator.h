@@ -49,6 +49,20 @@ class Translator {
   // n-best ids) and returns each line's formatted output ("text\n", or n-best lines), in input order.
   std::vector<std::string> translate_lines(const std::vector<std::string>& lines, uint64_t first_line = 1);
 
+  // The two halves of translate_lines, for parla-serve, which batches sentences from many requests itself.
+  // encode_line: one raw line -> source piece ids, sanitised and cut at max_input_length() with a warning naming
+  // `where` (e.g. "input line 7"); thread-safe. translate_encoded: one batch of non-empty sources searched
+  // together with the given beam size and n-best (decoding's other keys apply), each sentence's hypotheses
+  // detokenised, best first. The result of a sentence does not depend on the rest of its batch.
+  struct Candidate {
+    std::string text;
+    float score = 0;     // what beam search ranks by: log P / GNMT length penalty
+    size_t tokens = 0;   // target pieces without EOS
+  };
+  std::vector<int> encode_line(const std::string& line, const std::string& where) const;
+  std::vector<std::vector<Candidate>> translate_encoded(const std::vector<std::vector<int>>& sources, int beam_size,
+                                                        int n_best);
+
   // Reads all of `in`, writes to `out`: maxi-batches of decoding.maxi_batch batches, or with
   // decoding.line_buffered each line translated and flushed as soon as it is read. IoError naming the output and
   // the system's reason when writing fails; DataError naming decoding.batch_size/batch_tokens when the device runs

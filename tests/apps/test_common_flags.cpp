@@ -15,7 +15,7 @@ using Catch::Matchers::Contains;
 using parla::testing::run;
 
 namespace {
-const char* kConfigApps[] = {"parla-preprocess", "parla-train", "parla-translate"};
+const char* kConfigApps[] = {"parla-preprocess", "parla-train", "parla-translate", "parla-serve"};
 }
 
 TEST_CASE("the effective config from --dump-config has the defaults, file values and overrides") {
@@ -61,7 +61,7 @@ TEST_CASE("a wrong type or out-of-range override exits 2 naming the key") {
 }
 
 TEST_CASE("every executable documents the common options in --help and exits 0, an unknown flag or log level exits 2") {
-  for (const char* app : {"parla-preprocess", "parla-train", "parla-translate", "parla-score-bleu"}) {
+  for (const char* app : {"parla-preprocess", "parla-train", "parla-translate", "parla-score-bleu", "parla-serve"}) {
     INFO(app);
     auto help = run(app, {"--help"});
     CHECK(help.exit_code == 0);
@@ -235,6 +235,7 @@ TEST_CASE("every flag spelling and alias the apps had before the schema declared
 TEST_CASE("the help of each app lists every flag of the keys it exposes, with the key it sets") {
   const std::pair<const char*, std::vector<std::string>> apps[] = {
       {"parla-translate", {"decoding", "runtime"}},
+      {"parla-serve", {"serve", "runtime"}},
       {"parla-train", {"training", "runtime"}},
       {"parla-preprocess", {"data", "vocab"}}};
   for (const auto& [app, sections] : apps) {

@@ -1,0 +1,119 @@
+// parla-serve: a translation server over HTTP/1.1 + JSON (POST /translate, GET /health, GET /metrics) that
+// batches the sentences of concurrent requests together. Its flags are the `serve` keys, the search keys of
+// `decoding` and the `runtime` keys (docs/CONFIG.md); the work is lib/serve (HTTP, queue, batching) and
+// parla::decode::Translator (the same search as parla-translate, so answers are byte-identical).
+#include <chrono>
+#include <future>
+#include <iostream>
+#include <memory>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "core/app.h"
+#include "core/config.h"
+#include "core/error.h"
+#include "core/runtime.h"
+#include "core/runtime_device.h"
+#include "core/schema_flags.h"
+#include "decode/translator.h"
+#include "serve/http_server.h"
+#include "serve/stop_signal.h"
+#include "serve/translation_service.h"
+
+int main(int argc, char** argv) {
+  parla::runtime::tune_process(argc, argv);
+  // Before any thread exists, so that all of them inherit the mask (serve/stop_signal.h).
+  parla::serve::StopSignals stop_signals;
+  parla::app::CommonFlags flags;
+  flags.program = "parla-serve";
+  CLI::App cli("Serves translations over HTTP/1.1 with one or more parla checkpoints (several -m: an ensemble). "
+               "Sentences of concurrent requests are decoded together in batches (serve.batch_size, "
+               "serve.max_wait_ms); answers equal parla-translate's for the same sentences and options.\n"
+               "  POST /translate {\"text\": \"...\"} -> {\"translation\": \"...\"}; {\"texts\": [...]} -> "
+               "{\"translations\": [...]}; optional \"beam_size\" (<= serve.max_beam_size) and \"n_best\" "
+               "(then each translation is a list of {\"text\", \"score\"}). Lines of a text are translated one "
+               "by one and rejoined.\n"
+               "  GET /health: 503 while the model loads, 200 when ready.  GET /metrics: Prometheus text.\n"
+               "Errors: 400 (bad JSON, types, fields, UTF-8, beam or n-best out of range), 404, 405, 413 (body "
+               "or sentences over the limits), 503 + Retry-After (queue full, loading, stopping). SIGTERM or "
+               "SIGINT: stop accepting, finish requests in flight within serve.drain_timeout_s, exit 0.\n"
+               "Example: parla-serve -m model.pt --port 8080 &  curl -d '{\"text\":\"Hallo Welt\"}' "
+               "localhost:8080/translate",
+               "parla-serve");
+  parla::app::add_config_flags(cli, flags);
+  // The search keys of `decoding` (not its batching and output-format keys, which the server sets itself).
+  parla::app::SchemaFlags schema_flags(
+      cli, {"serve", "runtime", "decoding.beam_size", "decoding.n_best", "decoding.length_penalty",
+            "decoding.max_length_factor", "decoding.max_length_offset", "decoding.min_length",
+            "decoding.max_input_length", "decoding.precision"});
+  std::vector<std::string> models;
+  cli.add_option("-m,--models,--model", models, "Checkpoint(s) to translate with; several form an ensemble")
+      ->expected(1, -1);
+
+  return parla::app::run(cli, flags, argc, argv, [&] {
+    auto builder = parla::app::start_config(flags);
+    schema_flags.apply(builder);
+    parla::Config config = builder.build();
+    if (parla::app::dump_config_if_asked(flags, config)) return 0;
+    if (models.empty()) throw parla::UsageError("no model given: pass a checkpoint with -m/--models");
+    if (config.decoding.sampling)
+      throw parla::ConfigError("key 'decoding.sampling': parla-serve does not serve sampling (answers must not "
+                               "depend on the batch); set it to false");
+    if (!config.decoding.alignment.empty())
+      throw parla::ConfigError("key 'decoding.alignment': parla-serve does not serve alignments; set it to \"\"");
+    if (config.decoding.beam_size > config.serve.max_beam_size)
+      throw parla::ConfigError("key 'decoding.beam_size' (" + std::to_string(config.decoding.beam_size) +
+                               ") must not exceed 'serve.max_beam_size' (" +
+                               std::to_string(config.serve.max_beam_size) + ")");
+
+    // Declared first so that it outlives the service, whose decoding thread uses it.
+    std::unique_ptr<parla::decode::Translator> translator;
+    parla::serve::TranslationService service(config.serve, config.decoding);
+    parla::serve::HttpServer http(service, config.serve);
+    const int port = http.bind();
+    http.start();
+    spdlog::info("listening on http://{}:{} (loading the model; /health answers 503 until it is ready)",
+                 config.serve.host, port);
+
+    int used = parla::runtime::apply(config.runtime);
+    const auto dev = parla::runtime::resolve_device(
+        {config.runtime.device, schema_flags.origin("runtime.device"), 1, 0});
+    spdlog::debug("{} threads, decoding on {}", used, parla::runtime::describe_device(dev));
+    translator = std::make_unique<parla::decode::Translator>(
+        parla::decode::Translator::load(models, config.decoding, static_cast<uint64_t>(config.runtime.seed), dev));
+    parla::serve::Backend backend;
+    backend.encode = [t = translator.get()](const std::string& line) { return t->encode_line(line, "a request"); };
+    backend.decode = [t = translator.get()](const std::vector<std::vector<int>>& sources,
+                                   const parla::serve::SearchSettings& s) {
+      std::vector<std::vector<parla::serve::Translation>> out(sources.size());
+      try {
+        auto found = t->translate_encoded(sources, s.beam_size, s.n_best);
+        for (size_t i = 0; i < found.size(); ++i)
+          for (auto& c : found[i]) out[i].push_back({std::move(c.text), c.score, c.tokens});
+      } catch (const std::exception& e) {
+        spdlog::error("decoding a batch of {} sentences failed: {}", sources.size(), parla::brief_reason(e));
+        throw std::runtime_error(parla::brief_reason(e));
+      }
+      return out;
+    };
+    service.start(std::move(backend));
+    spdlog::info("ready: POST http://{}:{}/translate (batches of up to {} sentences, {} ms wait)",
+                 config.serve.host, port, config.serve.batch_size, config.serve.max_wait_ms);
+
+    const int signo = stop_signals.wait();
+    spdlog::info("signal {}: stopping; requests in flight have {} s to finish", signo,
+                 config.serve.drain_timeout_s);
+    service.stop_accepting();
+    auto stopped = std::async(std::launch::async, [&http] { http.stop(); });
+    const auto drain = std::chrono::duration<double>(config.serve.drain_timeout_s);
+    if (stopped.wait_for(drain) != std::future_status::ready) {
+      spdlog::warn("drain timeout: sentences still waiting are answered 503");
+      service.fail_waiting();
+    }
+    stopped.get();
+    service.shutdown();
+    spdlog::info("stopped");
+    return 0;
+  });
+}

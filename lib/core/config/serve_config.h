@@ -1,0 +1,28 @@
+#pragma once
+// Section "serve": parla-serve's HTTP endpoint, its cross-request batching and its limits. The search itself is
+// the `decoding` section's (beam size, length penalty, ...), so a server answers exactly as parla-translate does.
+#include <string>
+
+#include "core/config/schema.h"
+
+namespace parla {
+
+struct ServeConfig {
+  std::string host = "127.0.0.1";  // address to listen on (0.0.0.0 = every interface)
+  int port = 8080;                 // TCP port; 0 = any free port (the log names it)
+  int batch_size = 64;             // sentences per decoder batch, from any number of requests
+  int batch_tokens = 0;            // padded source tokens per decoder batch; 0 = by batch_size only
+  double max_wait_ms = 5;          // how long the oldest waiting sentence may wait for its batch to fill
+  int batch_requests = 0;          // requests that may share one batch; 0 = any (1 = no cross-request batching)
+  bool continuous = false;         // new sentences join a batch already decoding at a step boundary
+  int max_queue = 4096;            // sentences waiting for a batch; beyond it requests get 503 + Retry-After
+  int max_request_bytes = 1 << 20; // request body limit (413 beyond)
+  int max_sentences = 1024;        // sentences (lines of all texts) per request (413 beyond)
+  int max_beam_size = 10;          // the largest "beam_size" a request may ask for (400 beyond)
+  int threads = 128;               // connection threads, i.e. requests handled at once
+  double drain_timeout_s = 30;     // on SIGTERM/SIGINT: time given to requests in flight before exiting
+
+  static const config::SectionSchema<ServeConfig>& schema();
+};
+
+}  // namespace parla

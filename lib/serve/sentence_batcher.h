@@ -1,0 +1,125 @@
+#pragma once
+// Cross-request batching for parla-serve: every sentence of every request enters one queue, and one decoding
+// thread forms batches from everything waiting that shares the same search options (beam size, n-best), so that
+// 64 clients sending one sentence each are decoded as one batch of 64 rather than 64 batches of one. Batched
+// beam search gives each sentence the same result whatever its batch (tests/decode), so batching never changes
+// an answer. Torch-free: the decoder is a function (the app passes decode::Translator's).
+//
+// A batch is decoded when it is full (batch_size sentences, or batch_tokens padded source tokens) or when the
+// oldest waiting sentence has waited max_wait_ms. Requests are served in arrival order, but a batch takes their
+// sentences round-robin (one from each waiting request in turn, each request's longest first), so a request of a
+// thousand lines does not hold back a one-line request that arrives after it: the small one joins the next batch.
+// Within a request, sentences of similar length end up in the same batch, which keeps padding low.
+#include <chrono>
+#include <condition_variable>
+#include <cstddef>
+#include <functional>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "serve/translate_request.h"
+
+namespace parla::serve {
+
+class ServerMetrics;
+
+struct SearchSettings {
+  int beam_size = 5;
+  int n_best = 1;
+  bool operator==(const SearchSettings& o) const { return beam_size == o.beam_size && n_best == o.n_best; }
+};
+
+// Decodes one batch: source piece ids (no EOS; never empty) -> each sentence's n-best translations, best first.
+using BatchDecoder = std::function<std::vector<std::vector<Translation>>(const std::vector<std::vector<int>>& sources,
+                                                                          const SearchSettings& settings)>;
+
+struct BatcherLimits {
+  size_t batch_size = 64;     // sentences per batch
+  size_t batch_tokens = 0;    // padded source tokens per batch (EOS included); 0 = no token budget
+  double max_wait_ms = 5;     // the oldest sentence's wait before a batch that is not full is decoded anyway
+  size_t batch_requests = 0;  // requests per batch; 0 = any
+  size_t max_queue = 4096;    // sentences waiting; submit() refuses a request that would exceed it
+};
+
+// One request's sentences in the queue. The handler thread waits on it; the decoding thread fills it.
+class Ticket {
+ public:
+  explicit Ticket(size_t sentences) : results_(sentences), remaining_(sentences) {}
+  // True once every sentence has its result, or the ticket failed; waits at most `timeout`.
+  bool wait_for(std::chrono::milliseconds timeout);
+  // The client is gone: sentences not yet in a batch are dropped from the queue, results are discarded.
+  void cancel();
+  bool cancelled() const;
+  // Empty unless the work failed (the decoder threw, or the server stopped before it was done).
+  std::string failure() const;
+  const std::vector<std::vector<Translation>>& results() const { return results_; }
+
+ private:
+  friend class SentenceBatcher;
+  void deliver(size_t index, std::vector<Translation> result);
+  void fail(const std::string& why);
+
+  mutable std::mutex mutex_;
+  std::condition_variable done_;
+  std::vector<std::vector<Translation>> results_;
+  size_t remaining_;
+  bool cancelled_ = false;
+  std::string failure_;
+};
+
+class SentenceBatcher {
+ public:
+  // `metrics` may be null. The decoding thread starts at once.
+  SentenceBatcher(const BatcherLimits& limits, BatchDecoder decoder, ServerMetrics* metrics = nullptr);
+  ~SentenceBatcher();
+  SentenceBatcher(const SentenceBatcher&) = delete;
+  SentenceBatcher& operator=(const SentenceBatcher&) = delete;
+
+  // Queues one request's sentences (piece ids; an empty one is answered at once with an empty translation).
+  // Returns null, queueing nothing, when the queue cannot take them all (the caller answers 503).
+  std::shared_ptr<Ticket> submit(std::vector<std::vector<int>> sources, const SearchSettings& settings);
+
+  // Fails every sentence still waiting (not yet in a batch) with `why`: the drain timeout ran out.
+  void fail_waiting(const std::string& why);
+  // Stops the decoding thread after the batch it is decoding; what still waits fails with "server stopping".
+  void stop();
+
+  size_t waiting() const;
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  struct Entry {
+    std::shared_ptr<Ticket> ticket;
+    SearchSettings settings;
+    std::vector<std::vector<int>> sources;
+    std::vector<size_t> order;  // sentences not yet taken, longest first (taken from the front)
+    size_t next = 0;
+    Clock::time_point arrived;
+  };
+  struct Item {
+    std::shared_ptr<Ticket> ticket;
+    size_t index;
+  };
+
+  void run();
+  // Under the lock: drops cancelled entries; true when a batch should be decoded now, else sets `wake`.
+  bool batch_ready(Clock::time_point now, Clock::time_point& wake);
+  // Under the lock: takes the next batch (round-robin over the oldest entry's settings).
+  std::vector<Item> take_batch(std::vector<std::vector<int>>& sources, SearchSettings& settings);
+
+  BatcherLimits limits_;
+  BatchDecoder decoder_;
+  ServerMetrics* metrics_;
+  mutable std::mutex mutex_;
+  std::condition_variable wake_;
+  std::list<Entry> queue_;  // arrival order
+  size_t waiting_ = 0;      // sentences in queue_ not yet taken
+  bool stopping_ = false;
+  std::thread worker_;
+};
+
+}  // namespace parla::serve

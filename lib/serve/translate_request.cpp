@@ -1,0 +1,167 @@
+#include "serve/translate_request.h"
+
+#include <nlohmann/json.hpp>
+
+#include "text/unicode.h"
+
+namespace parla::serve {
+namespace {
+
+using json = nlohmann::json;
+
+RequestError bad(const std::string& message) { return {400, message}; }
+
+// Reads an optional integer field in [lo, hi].
+bool read_int(const json& j, const char* key, int lo, int hi, const std::string& hi_reason, int& out,
+              RequestError& error) {
+  auto it = j.find(key);
+  if (it == j.end()) return true;
+  if (!it->is_number_integer()) {
+    error = bad(std::string("\"") + key + "\" must be an integer, got " + it->dump());
+    return false;
+  }
+  const auto v = it->get<int64_t>();
+  if (v < lo || v > hi) {
+    error = bad(std::string("\"") + key + "\" must be between " + std::to_string(lo) + " and " +
+                std::to_string(hi) + " (" + hi_reason + "), got " + std::to_string(v));
+    return false;
+  }
+  out = static_cast<int>(v);
+  return true;
+}
+
+}  // namespace
+
+bool parse_translate_request(const std::string& body, const RequestLimits& limits, TranslateRequest& out,
+                             RequestError& error) {
+  out = TranslateRequest{};
+  // JSON text is UTF-8 (RFC 8259); the parser would also refuse other bytes, but not say where.
+  const size_t invalid = text::find_invalid_utf8(body);
+  if (invalid != std::string::npos) {
+    error = bad("the request body is not valid UTF-8 (byte " + std::to_string(invalid) + ")");
+    return false;
+  }
+  json j;
+  try {
+    j = json::parse(body);
+  } catch (const json::exception& e) {
+    error = bad(std::string("the request body is not valid JSON: ") + e.what());
+    return false;
+  }
+  if (!j.is_object()) {
+    error = bad("the request body must be a JSON object such as {\"text\": \"...\"}, got a " +
+                std::string(j.type_name()));
+    return false;
+  }
+  for (const auto& item : j.items()) {
+    const auto& k = item.key();
+    if (k != "text" && k != "texts" && k != "beam_size" && k != "n_best") {
+      error = bad("unknown field \"" + k + "\" (known: text, texts, beam_size, n_best)");
+      return false;
+    }
+  }
+  const bool has_text = j.contains("text"), has_texts = j.contains("texts");
+  if (has_text == has_texts) {
+    error = bad(has_text ? "give either \"text\" or \"texts\", not both"
+                         : "missing field \"text\" (a string) or \"texts\" (a list of strings)");
+    return false;
+  }
+  if (has_text) {
+    if (!j["text"].is_string()) {
+      error = bad("\"text\" must be a string, got a " + std::string(j["text"].type_name()));
+      return false;
+    }
+    out.texts.push_back(j["text"].get<std::string>());
+  } else {
+    const auto& list = j["texts"];
+    if (!list.is_array()) {
+      error = bad("\"texts\" must be a list of strings, got a " + std::string(list.type_name()));
+      return false;
+    }
+    if (list.size() > limits.max_sentences) {
+      error = {413, "\"texts\" has " + std::to_string(list.size()) + " entries, more than the limit of " +
+                        std::to_string(limits.max_sentences) + " sentences per request (serve.max_sentences)"};
+      return false;
+    }
+    for (size_t i = 0; i < list.size(); ++i) {
+      if (!list[i].is_string()) {
+        error = bad("\"texts\"[" + std::to_string(i) + "] must be a string, got a " +
+                    std::string(list[i].type_name()));
+        return false;
+      }
+      out.texts.push_back(list[i].get<std::string>());
+    }
+  }
+  out.single = has_text;
+
+  out.beam_size = limits.default_beam_size;
+  if (!read_int(j, "beam_size", 1, limits.max_beam_size, "serve.max_beam_size", out.beam_size, error)) return false;
+  out.n_best = std::min(limits.default_n_best, out.beam_size);
+  if (!read_int(j, "n_best", 1, out.beam_size, "at most the beam size", out.n_best, error)) return false;
+
+  for (const auto& t : out.texts) {
+    out.line_begin.push_back(out.lines.size());
+    size_t start = 0;
+    for (;;) {
+      const size_t nl = t.find('\n', start);
+      out.lines.push_back(t.substr(start, nl == std::string::npos ? std::string::npos : nl - start));
+      if (out.lines.size() > limits.max_sentences) {
+        error = {413, "the request has more than " + std::to_string(limits.max_sentences) +
+                          " sentences (lines), the limit per request (serve.max_sentences)"};
+        return false;
+      }
+      if (nl == std::string::npos) break;
+      start = nl + 1;
+    }
+  }
+  out.line_begin.push_back(out.lines.size());
+  return true;
+}
+
+std::string format_translate_response(const TranslateRequest& request,
+                                      const std::vector<std::vector<Translation>>& per_line) {
+  const Translation empty;
+  auto hyp = [&](size_t line, size_t k) -> const Translation& {
+    const auto& list = per_line[line];
+    if (list.empty()) return empty;
+    return list[std::min(k, list.size() - 1)];
+  };
+  json answers = json::array();
+  for (size_t t = 0; t < request.texts.size(); ++t) {
+    const size_t begin = request.line_begin[t], end = request.line_begin[t + 1];
+    // How many hypotheses this text has: the fewest of its lines' (a line with none, e.g. empty, counts as 1).
+    size_t n = static_cast<size_t>(request.n_best);
+    for (size_t l = begin; l < end; ++l) n = std::min(n, std::max<size_t>(1, per_line[l].size()));
+    json entries = json::array();
+    for (size_t k = 0; k < n; ++k) {
+      std::string text;
+      double score = 0;
+      for (size_t l = begin; l < end; ++l) {
+        if (l > begin) text += '\n';
+        text += hyp(l, k).text;
+        score += hyp(l, k).score;
+      }
+      if (request.n_best == 1) {
+        entries.push_back(text);
+      } else {
+        entries.push_back({{"text", text}, {"score", score}});
+      }
+    }
+    answers.push_back(request.n_best == 1 ? entries[0] : entries);
+  }
+  json body;
+  if (request.single) {
+    body["translation"] = answers[0];
+  } else {
+    body["translations"] = answers;
+  }
+  // Invalid UTF-8 cannot reach here (requests are validated and SentencePiece decodes to valid UTF-8); replace
+  // rather than throw if it ever did.
+  return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string error_body(const std::string& message) {
+  return json{{"error", message}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace parla::serve

@@ -1,0 +1,62 @@
+#pragma once
+// The body of POST /translate, parsed and validated before any work is queued (torch-free, fuzzed by
+// fuzz/fuzz_serve_request.cpp):
+//   {"text": "..."}                    -> {"translation": "..."}
+//   {"texts": ["...", ...]}            -> {"translations": ["...", ...]}
+//   optional "beam_size" (1..serve.max_beam_size) and "n_best" (1..beam size); with n_best > 1 each translation
+//   is a list of {"text", "score"}, best first (score: the length-normalised log-probability beam search ranks by).
+// A text with line breaks is translated line by line and rejoined with '\n', as parla-translate does with a
+// file ("a\nb\n" is three lines, the last empty, so the answer keeps the trailing break). A "\r" before a "\n" is
+// part of its line, as parla-translate reads it (the sanitiser turns it into a space).
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace parla::serve {
+
+// A request that cannot be served: the HTTP status (400, 413) and a message for the JSON error body.
+struct RequestError {
+  int status;
+  std::string message;
+};
+
+struct RequestLimits {
+  size_t max_sentences = 1024;  // lines of all texts together
+  int max_beam_size = 10;
+  int default_beam_size = 5;    // decoding.beam_size
+  int default_n_best = 1;       // decoding.n_best
+};
+
+struct TranslateRequest {
+  bool single = true;              // "text" (one string back) rather than "texts" (a list back)
+  std::vector<std::string> texts;  // as sent
+  // Every line of every text, in order; texts[i] owns lines [line_begin[i], line_begin[i + 1]).
+  std::vector<std::string> lines;
+  std::vector<size_t> line_begin;
+  int beam_size = 5;
+  int n_best = 1;
+};
+
+// Parses `body`. Returns false and fills `error` for anything that is not a valid request: a body that is not
+// UTF-8 or not JSON, not an object, without "text"/"texts" or with both, a wrong type, an unknown key, a beam or
+// n-best out of range (400), more than max_sentences lines (413).
+bool parse_translate_request(const std::string& body, const RequestLimits& limits, TranslateRequest& out,
+                             RequestError& error);
+
+// One translation of one line: the detokenised text and its score.
+struct Translation {
+  std::string text;
+  float score = 0;
+  size_t tokens = 0;  // target pieces (EOS not counted), for the metrics
+};
+
+// The response body for `request`, given each line's n-best list (best first; exactly request.n_best entries
+// unless the search found fewer). Lines are rejoined per text with '\n'; with n_best > 1 the k-th entry of a
+// multi-line text joins the k-th hypotheses of its lines and sums their scores.
+std::string format_translate_response(const TranslateRequest& request,
+                                      const std::vector<std::vector<Translation>>& per_line);
+
+// {"error": message} (the body of every 4xx and 5xx answer).
+std::string error_body(const std::string& message);
+
+}  // namespace parla::serve

@@ -1,0 +1,175 @@
+#include "serve/translation_service.h"
+
+namespace parla::serve {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Reply error_reply(int status, const std::string& message, int retry_after = 0) {
+  Reply r;
+  r.status = status;
+  r.body = error_body(message);
+  r.retry_after = retry_after;
+  return r;
+}
+
+}  // namespace
+
+TranslationService::TranslationService(const ServeConfig& serve, const DecodingConfig& decoding) : serve_(serve) {
+  limits_.max_sentences = static_cast<size_t>(serve.max_sentences);
+  limits_.max_beam_size = serve.max_beam_size;
+  limits_.default_beam_size = std::min(decoding.beam_size, serve.max_beam_size);
+  limits_.default_n_best = decoding.n_best;
+}
+
+TranslationService::~TranslationService() { shutdown(); }
+
+void TranslationService::start(Backend backend) {
+  BatcherLimits b;
+  b.batch_size = static_cast<size_t>(serve_.batch_size);
+  b.batch_tokens = static_cast<size_t>(serve_.batch_tokens);
+  b.max_wait_ms = serve_.max_wait_ms;
+  b.batch_requests = static_cast<size_t>(serve_.batch_requests);
+  b.max_queue = static_cast<size_t>(serve_.max_queue);
+  auto batcher = std::make_shared<SentenceBatcher>(b, backend.decode, &metrics_);
+  std::lock_guard<std::mutex> lock(mutex_);
+  backend_ = std::move(backend);
+  batcher_ = std::move(batcher);
+  metrics_.set_ready(true);
+}
+
+bool TranslationService::ready() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return batcher_ != nullptr && accepting_;
+}
+
+Reply TranslationService::health() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!accepting_) return error_reply(503, "stopping", 0);
+  if (!batcher_) return error_reply(503, "loading the model", 1);
+  Reply r;
+  r.body = R"({"status":"ok"})";
+  return r;
+}
+
+Reply TranslationService::metrics() const {
+  Reply r;
+  r.body = metrics_.render();
+  r.content_type = "text/plain; version=0.0.4; charset=utf-8";
+  return r;
+}
+
+Reply TranslationService::not_found(const std::string& path) {
+  return error_reply(404, "no such route: " + path + " (routes: POST /translate, GET /health, GET /metrics)");
+}
+
+Reply TranslationService::method_not_allowed(const std::string& method, const std::string& path,
+                                             const std::string& allow) {
+  Reply r = error_reply(405, method + " is not allowed on " + path + " (allowed: " + allow + ")");
+  r.allow = allow;
+  return r;
+}
+
+bool TranslationService::begin(const std::string& body, Job& job, Reply& reply) {
+  job.arrived = Clock::now();
+  std::shared_ptr<SentenceBatcher> batcher;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (!accepting_) {
+      reply = error_reply(503, "the server is shutting down", 0);
+      count(reply, job.arrived);
+      return false;
+    }
+    if (!batcher_) {
+      reply = error_reply(503, "the model is still loading", 1);
+      count(reply, job.arrived);
+      return false;
+    }
+    batcher = batcher_;
+  }
+  RequestError error;
+  if (!parse_translate_request(body, limits_, job.request, error)) {
+    reply = error_reply(error.status, error.message);
+    count(reply, job.arrived);
+    return false;
+  }
+  std::vector<std::vector<int>> sources;
+  sources.reserve(job.request.lines.size());
+  try {
+    for (const auto& line : job.request.lines) sources.push_back(backend_.encode(line));
+  } catch (const std::exception& e) {
+    reply = error_reply(500, std::string("cannot encode the request: ") + e.what());
+    count(reply, job.arrived);
+    return false;
+  }
+  job.ticket = batcher->submit(std::move(sources), {job.request.beam_size, job.request.n_best});
+  if (!job.ticket) {
+    reply = error_reply(503, "the server is overloaded: the queue holds its limit of " +
+                                 std::to_string(serve_.max_queue) + " sentences (serve.max_queue); retry later",
+                        1);
+    count(reply, job.arrived);
+    return false;
+  }
+  metrics_.in_flight(+1);
+  return true;
+}
+
+Reply TranslationService::finish(const Job& job) {
+  Reply reply;
+  const std::string failure = job.ticket->failure();
+  if (!failure.empty()) {
+    reply = error_reply(503, "translation failed: " + failure, 1);
+  } else {
+    reply.body = format_translate_response(job.request, job.ticket->results());
+  }
+  metrics_.in_flight(-1);
+  count(reply, job.arrived);
+  return reply;
+}
+
+void TranslationService::abandon(const Job& job) {
+  job.ticket->cancel();
+  metrics_.in_flight(-1);
+}
+
+Reply TranslationService::translate(const std::string& body, const std::function<bool()>& client_gone,
+                                    std::chrono::milliseconds poll) {
+  Job job;
+  Reply reply;
+  if (!begin(body, job, reply)) return reply;
+  while (!job.ticket->wait_for(poll)) {
+    if (client_gone && client_gone()) {
+      abandon(job);
+      Reply gone = error_reply(499, "the client closed the connection before its answer");
+      count(gone, job.arrived);
+      return gone;
+    }
+  }
+  return finish(job);
+}
+
+void TranslationService::count(const Reply& reply, Clock::time_point arrived) {
+  metrics_.request_done(reply.status, std::chrono::duration<double>(Clock::now() - arrived).count());
+}
+
+void TranslationService::stop_accepting() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  accepting_ = false;
+  metrics_.set_ready(false);
+}
+
+void TranslationService::fail_waiting() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (batcher_) batcher_->fail_waiting("the drain timeout ran out before this request was decoded");
+}
+
+void TranslationService::shutdown() {
+  std::shared_ptr<SentenceBatcher> batcher;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    batcher = std::move(batcher_);
+  }
+  if (batcher) batcher->stop();
+}
+
+}  // namespace parla::serve

@@ -1,0 +1,135 @@
+// POST /translate bodies: every accepted form, every refusal with its status, and the answer's shape.
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include "serve/translate_request.h"
+
+using parla::serve::format_translate_response;
+using parla::serve::parse_translate_request;
+using parla::serve::RequestError;
+using parla::serve::RequestLimits;
+using parla::serve::TranslateRequest;
+using parla::serve::Translation;
+using json = nlohmann::json;
+
+namespace {
+
+RequestError refusal(const std::string& body, RequestLimits limits = {}) {
+  TranslateRequest r;
+  RequestError e{0, ""};
+  REQUIRE_FALSE(parse_translate_request(body, limits, r, e));
+  return e;
+}
+
+TranslateRequest accepted(const std::string& body, RequestLimits limits = {}) {
+  TranslateRequest r;
+  RequestError e{0, ""};
+  INFO(e.message);
+  REQUIRE(parse_translate_request(body, limits, r, e));
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("a request with text or texts is split into lines exactly at each line break") {
+  auto one = accepted(R"({"text": "Hallo Welt"})");
+  CHECK(one.single);
+  CHECK(one.lines == std::vector<std::string>{"Hallo Welt"});
+  CHECK(one.beam_size == 5);
+  CHECK(one.n_best == 1);
+
+  // Reference: a text with k line breaks is k + 1 lines, whatever they hold (empty, \r, trailing break).
+  const std::vector<std::string> texts = {"a\nb", "a\nb\n", "\n", "", "x\r\ny", "\n\nz\n\n"};
+  json list = texts;
+  auto many = accepted(json{{"texts", list}, {"beam_size", 3}, {"n_best", 2}}.dump());
+  CHECK_FALSE(many.single);
+  CHECK(many.beam_size == 3);
+  CHECK(many.n_best == 2);
+  REQUIRE(many.line_begin.size() == texts.size() + 1);
+  for (size_t t = 0; t < texts.size(); ++t) {
+    const size_t breaks = static_cast<size_t>(std::count(texts[t].begin(), texts[t].end(), '\n'));
+    CHECK(many.line_begin[t + 1] - many.line_begin[t] == breaks + 1);
+    std::string joined;
+    for (size_t l = many.line_begin[t]; l < many.line_begin[t + 1]; ++l)
+      joined += (l > many.line_begin[t] ? "\n" : "") + many.lines[l];
+    CHECK(joined == texts[t]);
+  }
+}
+
+TEST_CASE("the config's beam size and n-best are a request's defaults") {
+  RequestLimits limits;
+  limits.default_beam_size = 4;
+  limits.default_n_best = 2;
+  auto r = accepted(R"({"text": "x"})", limits);
+  CHECK(r.beam_size == 4);
+  CHECK(r.n_best == 2);
+  // A smaller beam caps the default n-best rather than failing.
+  CHECK(accepted(R"({"text": "x", "beam_size": 1})", limits).n_best == 1);
+}
+
+TEST_CASE("every malformed request is refused with 400 and a message naming what is wrong") {
+  struct Case {
+    std::string body, expect;
+  };
+  const std::vector<Case> cases = {
+      {"", "not valid JSON"},
+      {"{\"text\": \"a\"", "not valid JSON"},
+      {"[\"a\"]", "must be a JSON object"},
+      {"\"a\"", "must be a JSON object"},
+      {"{}", "missing field"},
+      {R"({"text": "a", "texts": ["b"]})", "not both"},
+      {R"({"text": 5})", "\"text\" must be a string"},
+      {R"({"text": null})", "\"text\" must be a string"},
+      {R"({"texts": "a"})", "\"texts\" must be a list"},
+      {R"({"texts": ["a", 3]})", "\"texts\"[1] must be a string"},
+      {R"({"text": "a", "beam": 5})", "unknown field \"beam\""},
+      {R"({"text": "a", "beam_size": 0})", "\"beam_size\" must be between 1 and 10"},
+      {R"({"text": "a", "beam_size": 11})", "serve.max_beam_size"},
+      {R"({"text": "a", "beam_size": 2.5})", "\"beam_size\" must be an integer"},
+      {R"({"text": "a", "beam_size": "5"})", "\"beam_size\" must be an integer"},
+      {R"({"text": "a", "beam_size": true})", "\"beam_size\" must be an integer"},
+      {R"({"text": "a", "beam_size": 3, "n_best": 4})", "\"n_best\" must be between 1 and 3"},
+      {R"({"text": "a", "n_best": 0})", "\"n_best\" must be between 1"},
+      {R"({"text": "a", "beam_size": 99999999999999999999})", "\"beam_size\""},
+      {"{\"text\": \"\xC3\x28\"}", "not valid UTF-8 (byte 10)"},
+      {"{\"text\": \"a\xFF\"}", "not valid UTF-8"},
+      {R"({"text": "\ud800"})", "not valid JSON"},  // a lone surrogate escape
+  };
+  for (const auto& c : cases) {
+    INFO(c.body);
+    auto e = refusal(c.body);
+    CHECK(e.status == 400);
+    CHECK_THAT(e.message, Catch::Contains(c.expect));
+  }
+}
+
+TEST_CASE("more sentences than serve.max_sentences, as texts or as lines, is 413") {
+  RequestLimits limits;
+  limits.max_sentences = 3;
+  CHECK(accepted(R"({"text": "a\nb\nc"})", limits).lines.size() == 3);
+  auto lines = refusal(R"({"text": "a\nb\nc\nd"})", limits);
+  CHECK(lines.status == 413);
+  CHECK_THAT(lines.message, Catch::Contains("serve.max_sentences"));
+  CHECK(refusal(R"({"texts": ["a", "b", "c", "d"]})", limits).status == 413);
+  CHECK(refusal(R"({"texts": ["a\nb", "c\nd"]})", limits).status == 413);
+}
+
+TEST_CASE("the answer rejoins each text's lines and has the request's shape") {
+  auto single = accepted(R"({"text": "a\n\nb"})");
+  std::vector<std::vector<Translation>> per_line = {{{"A", -1.f, 1}}, {}, {{"B", -2.f, 1}}};
+  CHECK(json::parse(format_translate_response(single, per_line)) == json{{"translation", "A\n\nB"}});
+
+  auto many = accepted(R"({"texts": ["a", "b\nc"]})");
+  per_line = {{{"A", -1.f, 1}}, {{"B", -2.f, 1}}, {{"C", -3.f, 1}}};
+  CHECK(json::parse(format_translate_response(many, per_line)) == json{{"translations", {"A", "B\nC"}}});
+
+  // n-best: the k-th entry joins the k-th hypotheses of the lines and sums their scores.
+  auto nbest = accepted(R"({"texts": ["a\nb"], "beam_size": 2, "n_best": 2})");
+  per_line = {{{"A1", -1.f, 1}, {"A2", -1.5f, 1}}, {{"B1", -2.f, 1}, {"B2", -2.25f, 1}}};
+  auto j = json::parse(format_translate_response(nbest, per_line));
+  REQUIRE(j["translations"][0].size() == 2);
+  CHECK(j["translations"][0][0]["text"] == "A1\nB1");
+  CHECK(j["translations"][0][0]["score"].get<double>() == Approx(-3.0));
+  CHECK(j["translations"][0][1]["text"] == "A2\nB2");
+  CHECK(j["translations"][0][1]["score"].get<double>() == Approx(-3.75));
+}
