@@ -24,10 +24,6 @@ const config::SectionSchema<ServeConfig>& ServeConfig::schema() {
           "Requests that may share one decoder batch; 0 = any number, 1 = no cross-request batching (each "
           "request's sentences are batched alone).",
           at_least(0)).flag("--batch-requests");
-    s.add("continuous", &ServeConfig::continuous,
-          "Continuous batching: waiting sentences join the batch that is decoding at a step boundary and "
-          "finished ones leave it (Transformer and RNN models, beam search); off = each batch decodes to its end.")
-        .flag("--continuous");
     s.add("max_queue", &ServeConfig::max_queue,
           "Sentences waiting for a batch; a request that would exceed it is refused with 503 and Retry-After.",
           at_least(1)).flag("--max-queue");
