@@ -3,7 +3,8 @@
 //   - the same server with batching limited to one request (serve.batch_requests = 1),
 //   - offline translation of the same sentences in this process (Translator, batches of 64, model loaded), and
 //   - the decoding time of one sentence alone (model loaded): the floor of a lone client's latency.
-// Prints throughput (sentences/s) and p50 / p99 request latency for each N and mode.
+// Prints throughput (sentences/s), p50 / p99 request latency and how many answers differ from the offline
+// translations of the same sentences (byte equality; must be 0), for each N and mode.
 //   bench_serve [model=../shared/models/multi30k-en-de-small/average.pt]
 //               [sentences=../shared/data/multi30k/test_2016_flickr.en] [count=512] [clients=1,16,64]
 //               [modes=cross,single] [extra serve flags...]
@@ -97,6 +98,7 @@ struct ServeProcess {
 };
 
 struct LoadResult {
+  std::vector<std::string> answers;  // per sentence
   double seconds = 0;
   std::vector<double> latency;  // per request, seconds
   size_t failures = 0;
@@ -105,10 +107,11 @@ struct LoadResult {
 // `clients` threads share the sentences; each sends one at a time and waits for its answer.
 LoadResult load(int port, const std::vector<std::string>& sentences, int clients) {
   LoadResult r;
+  r.answers.resize(sentences.size());
   std::atomic<size_t> next{0};
   std::vector<std::vector<double>> lat(static_cast<size_t>(clients));
   std::atomic<size_t> failures{0};
-  // Connections are opened one after the other before the clock starts (httplib's listen backlog is 5).
+  // Connections are opened (one after the other) before the clock starts.
   std::vector<std::unique_ptr<httplib::Client>> conns;
   for (int c = 0; c < clients; ++c) {
     conns.push_back(std::make_unique<httplib::Client>("127.0.0.1", port));
@@ -126,7 +129,11 @@ LoadResult load(int port, const std::vector<std::string>& sentences, int clients
         const auto t0 = Clock::now();
         auto res = conns[static_cast<size_t>(c)]->Post("/translate", json{{"text", sentences[i]}}.dump(),
                                                        "application/json");
-        if (!res || res->status != 200) ++failures;
+        if (!res || res->status != 200) {
+          ++failures;
+        } else {
+          r.answers[i] = json::parse(res->body)["translation"].get<std::string>() + "\n";
+        }
         lat[static_cast<size_t>(c)].push_back(std::chrono::duration<double>(Clock::now() - t0).count());
       }
     });
@@ -166,6 +173,7 @@ int main(int argc, char** argv) {
               std::thread::hardware_concurrency());
 
   // The peers, in this process with the model loaded: offline batches of 64, and one sentence at a time.
+  std::vector<std::string> offline_out;
   {
     parla::runtime::apply(parla::RuntimeConfig{});
     parla::DecodingConfig d;
@@ -173,7 +181,7 @@ int main(int argc, char** argv) {
     auto translator = parla::decode::Translator::load({model}, d, 1);
     translator.translate_lines({sentences[0]});  // warm-up
     auto t0 = Clock::now();
-    translator.translate_lines(sentences);
+    offline_out = translator.translate_lines(sentences);
     const double offline = std::chrono::duration<double>(Clock::now() - t0).count();
     std::vector<double> alone;
     const size_t n_alone = std::min<size_t>(count, 200);
@@ -188,7 +196,8 @@ int main(int argc, char** argv) {
                 1e3 * std::accumulate(alone.begin(), alone.end(), 0.0) / static_cast<double>(n_alone));
   }
 
-  std::printf("%-8s %8s %14s %10s %10s %9s\n", "mode", "clients", "sentences/s", "p50 ms", "p99 ms", "failures");
+  std::printf("%-8s %8s %14s %10s %10s %9s %10s\n", "mode", "clients", "sentences/s", "p50 ms", "p99 ms", "failures",
+              "differ");
   for (const auto& mode : modes) {
     for (int clients : client_counts) {
       std::vector<std::string> args = {"-m", model, "--port", "0", "--connection-threads", "128"};
@@ -199,9 +208,12 @@ int main(int argc, char** argv) {
       std::vector<std::string> part(sentences.begin(), sentences.begin() + static_cast<long>(n));
       load(server.port, std::vector<std::string>(part.begin(), part.begin() + std::min<size_t>(n, 16)), clients);
       auto r = load(server.port, part, clients);
-      std::printf("%-8s %8d %14.1f %10.1f %10.1f %9zu\n", mode.c_str(), clients,
+      // Answers against the offline translations of the same sentences (byte equality).
+      size_t differ = 0;
+      for (size_t i = 0; i < n; ++i) differ += r.answers[i] != offline_out[i];
+      std::printf("%-8s %8d %14.1f %10.1f %10.1f %9zu %10zu\n", mode.c_str(), clients,
                   static_cast<double>(n) / r.seconds, 1e3 * percentile(r.latency, 0.5),
-                  1e3 * percentile(r.latency, 0.99), r.failures);
+                  1e3 * percentile(r.latency, 0.99), r.failures, differ);
       std::fflush(stdout);
     }
   }

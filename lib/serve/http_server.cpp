@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
@@ -83,12 +84,21 @@ bool peer_closed(int fd) {
   return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
 }
 
+// httplib 0.11 listens with a backlog of 5 connections (CPPHTTPLIB_LISTEN_BACKLOG, compiled into Debian's
+// library): 64 clients connecting at once overflowed the accept queue and some saw their connection reset
+// (TcpExtListenOverflows counted them). listen() on a listening socket only resizes its queue, so the socket,
+// which the library keeps in a protected member, is given a queue as deep as the connection threads.
+class Listener : public httplib::Server {
+ public:
+  bool deepen_backlog(int connections) { return ::listen(svr_sock_, std::max(connections, 128)) == 0; }
+};
+
 }  // namespace
 
 struct HttpServer::Impl {
   TranslationService& service;
   ServeConfig cfg;
-  httplib::Server server;
+  Listener server;
   std::thread thread;
   std::atomic<bool> finished{false};
 
@@ -107,7 +117,6 @@ struct HttpServer::Impl {
     });
     server.set_tcp_nodelay(true);  // answers are small: Nagle + delayed ACKs would add 40 ms to each
     server.set_keep_alive_max_count(1000);
-    server.set_keep_alive_timeout(2);
 
     server.Post("/translate", [this](const httplib::Request& req, httplib::Response& res) {
       int fd = -2;  // looked up once the request has to wait
@@ -201,6 +210,7 @@ int HttpServer::bind() {
   } else {
     ok = impl_->server.bind_to_port(c.host, c.port);
   }
+  if (ok && !impl_->server.deepen_backlog(c.threads)) ok = false;
   if (!ok) {
     const int err = errno;
     throw DataError("cannot listen on " + c.host + ":" + std::to_string(c.port) +

@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <fstream>
+#include <mutex>
 #include <regex>
 #include <sstream>
 #include <thread>
@@ -191,6 +192,8 @@ TEST_CASE("64 concurrent clients get parla-translate's translations, line by lin
   std::vector<std::string> got(f.lines.size());
   std::atomic<size_t> next{0};
   std::atomic<int> failures{0};
+  std::mutex mutex;
+  std::string why;
   std::vector<std::thread> clients;
   for (int c = 0; c < 64; ++c) {
     clients.emplace_back([&] {
@@ -199,6 +202,9 @@ TEST_CASE("64 concurrent clients get parla-translate's translations, line by lin
         auto res = client.Post("/translate", json{{"text", f.lines[i]}}.dump(), "application/json");
         if (!res || res->status != 200) {
           ++failures;
+          std::lock_guard<std::mutex> lock(mutex);
+          why += res ? "status " + std::to_string(res->status) + ": " + res->body + "\n"
+                     : "client error " + httplib::to_string(res.error()) + "\n";
           continue;
         }
         got[i] = json::parse(res->body)["translation"].get<std::string>();
@@ -206,6 +212,7 @@ TEST_CASE("64 concurrent clients get parla-translate's translations, line by lin
     });
   }
   for (auto& t : clients) t.join();
+  INFO(why);
   REQUIRE(failures == 0);
   for (size_t i = 0; i < f.lines.size(); ++i) {
     INFO("line " << i + 1 << ": " << f.lines[i]);
@@ -408,7 +415,7 @@ TEST_CASE("the drain timeout answers what still waits with 503 and the server ex
   CHECK(status == 503);
 }
 
-TEST_CASE("a port in use exits 1 naming the address; a bad config exits 2 naming the key", "[serve_app]") {
+TEST_CASE("a port in use exits 1 naming the address, a bad config exits 2 naming the key", "[serve_app]") {
   auto& f = fixture();
   Server first({"-m", f.checkpoint});
   auto second = run("parla-serve", {"-m", f.checkpoint, "--port", std::to_string(first.port)});
