@@ -22,6 +22,7 @@
 #include "support/cuda.h"
 #include "support/run.h"
 #include "support/temp_dir.h"
+#include "support/tiny_checkpoint.h"
 
 using parla::testing::run;
 using parla::testing::TempDir;
@@ -51,31 +52,9 @@ struct Fixture {
   size_t input_lines = 0;
 
   Fixture() {
-    const char* words[] = {"the", "house", "is", "small", "a", "dog", "runs", "fast", "green", "tree", "we", "see"};
-    std::vector<std::string> corpus;
-    for (int i = 0; i < 300; ++i) {
-      std::string line;
-      for (int j = 0; j < 3 + i % 7; ++j) line += std::string(words[(i * 5 + j * 7 + i / 3) % 12]) + " ";
-      corpus.push_back(line);
-    }
-    parla::VocabConfig vc;
-    vc.vocab_size = 48;
-    vc.byte_fallback = false;
-    vc.character_coverage = 1.0;
-    std::string proto = parla::text::train_sentencepiece(corpus, vc, 1, 1).model_proto;
-    const int64_t vocab = parla::text::SentencePieceVocab::from_serialized(proto).size();
-
-    torch::manual_seed(5);
-    parla::Config cfg;
-    cfg.model = parla::testing::tiny_transformer();
-    cfg.model.dropout = 0;
-    auto model = parla::models::build_seq2seq(cfg.model, vocab, vocab);
-    parla::models::ModelMeta meta;
-    meta.config = parla::config::to_json(cfg);
-    meta.src_spm = proto;
-    meta.tgt_spm = proto;
     checkpoint = dir.file("model.pt");
-    parla::models::save_checkpoint(checkpoint, *model, meta);
+    parla::testing::write_tiny_checkpoint(checkpoint, 5);
+    const auto& words = parla::testing::toy_words();
 
     std::string text;
     for (int i = 0; i < 70; ++i) {

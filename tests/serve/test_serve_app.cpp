@@ -19,16 +19,11 @@
 #include <catch2/catch.hpp>
 #include <httplib.h>
 #include <nlohmann/json.hpp>
-#include <torch/torch.h>
 
-#include "core/config.h"
-#include "models/checkpoint.h"
-#include "models/factory.h"
-#include "models/tiny_config.h"
 #include "support/run.h"
+#include "support/files.h"
 #include "support/temp_dir.h"
-#include "text/sentencepiece_training.h"
-#include "text/sentencepiece_vocab.h"
+#include "support/tiny_checkpoint.h"
 
 using parla::testing::run;
 using parla::testing::TempDir;
@@ -36,13 +31,6 @@ using json = nlohmann::json;
 using namespace std::chrono_literals;
 
 namespace {
-
-std::string slurp(const std::string& p) {
-  std::ifstream in(p, std::ios::binary);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 std::vector<std::string> split_lines(const std::string& s) {
   std::vector<std::string> out;
@@ -59,35 +47,13 @@ struct Fixture {
   std::vector<std::string> reference;  // parla-translate's output for them, beam 3
 
   Fixture() {
-    const char* words[] = {"the", "house", "is", "small", "a", "dog", "runs", "fast", "green", "tree", "we", "see"};
-    std::vector<std::string> corpus;
-    for (int i = 0; i < 300; ++i) {
-      std::string line;
-      for (int j = 0; j < 3 + i % 7; ++j) line += std::string(words[(i * 5 + j * 7 + i / 3) % 12]) + " ";
-      corpus.push_back(line);
-    }
-    parla::VocabConfig vc;
-    vc.vocab_size = 48;
-    vc.byte_fallback = false;
-    vc.character_coverage = 1.0;
-    std::string proto = parla::text::train_sentencepiece(corpus, vc, 1, 1).model_proto;
-    const int64_t vocab = parla::text::SentencePieceVocab::from_serialized(proto).size();
-    torch::manual_seed(11);
-    parla::Config cfg;
-    cfg.model = parla::testing::tiny_transformer();
-    cfg.model.dropout = 0;
-    auto model = parla::models::build_seq2seq(cfg.model, vocab, vocab);
-    parla::models::ModelMeta meta;
-    meta.config = parla::config::to_json(cfg);
-    meta.src_spm = proto;
-    meta.tgt_spm = proto;
     checkpoint = dir.file("model.pt");
-    parla::models::save_checkpoint(checkpoint, *model, meta);
-
+    parla::testing::write_tiny_checkpoint(checkpoint, 11);
+    const auto& words = parla::testing::toy_words();
     for (int i = 0; i < 96; ++i) {
       std::string line;
       if (i % 17 != 5)
-        for (int j = 0; j < 1 + (i * 7) % 12; ++j) line += std::string(words[(i + j * 5) % 12]) + " ";
+        for (int j = 0; j < 1 + (i * 7) % 12; ++j) line += words[static_cast<size_t>((i + j * 5) % 12)] + " ";
       lines.push_back(line);
     }
     lines.push_back("a \x01 dog");  // a control character
@@ -136,7 +102,7 @@ struct Server {
     if (wait_ready) REQUIRE(wait_for_log("ready:"));
     const std::regex listening("listening on http://127\\.0\\.0\\.1:([0-9]+)");
     std::smatch m;
-    const std::string text = slurp(log);
+    const std::string text = parla::testing::read_file(log);
     if (std::regex_search(text, m, listening)) port = std::stoi(m[1]);
   }
   ~Server() {
@@ -149,11 +115,11 @@ struct Server {
   bool wait_for_log(const std::string& what, std::chrono::seconds limit = std::chrono::seconds(60)) {
     const auto end = std::chrono::steady_clock::now() + limit;
     while (std::chrono::steady_clock::now() < end) {
-      if (slurp(log).find(what) != std::string::npos) return true;
+      if (parla::testing::read_file(log).find(what) != std::string::npos) return true;
       int status;
       if (waitpid(pid, &status, WNOHANG) == pid) {
         pid = -1;
-        return slurp(log).find(what) != std::string::npos;
+        return parla::testing::read_file(log).find(what) != std::string::npos;
       }
       std::this_thread::sleep_for(20ms);
     }
@@ -394,7 +360,7 @@ TEST_CASE("SIGTERM with requests in flight: they are answered, then the server e
   CHECK(code == 0);
   CHECK(answered == 4);
   CHECK(ok == 4);
-  CHECK_THAT(slurp(s.log), Catch::Contains("stopping"));
+  CHECK_THAT(parla::testing::read_file(s.log), Catch::Contains("stopping"));
 }
 
 TEST_CASE("the drain timeout answers what still waits with 503 and the server exits 0", "[serve_app]") {

@@ -1,0 +1,53 @@
+#pragma once
+// A translating checkpoint for end-to-end tests of the executables: a tiny random Transformer
+// (models/tiny_config.h) with a 48-piece SentencePiece model trained on a corpus of the twelve toy words. Its
+// translations are nonsense but deterministic for a seed, which is what equality tests need.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "core/config.h"
+#include "models/checkpoint.h"
+#include "models/factory.h"
+#include "models/tiny_config.h"
+#include "text/sentencepiece_training.h"
+#include "text/sentencepiece_vocab.h"
+
+namespace parla::testing {
+
+inline const std::vector<std::string>& toy_words() {
+  static const std::vector<std::string> words = {"the", "house", "is",   "small", "a",  "dog",
+                                                 "runs", "fast", "green", "tree", "we", "see"};
+  return words;
+}
+
+// Writes the checkpoint to `path`; `seed` draws the model's weights.
+inline void write_tiny_checkpoint(const std::string& path, uint64_t seed) {
+  const auto& words = toy_words();
+  std::vector<std::string> corpus;
+  for (int i = 0; i < 300; ++i) {
+    std::string line;
+    for (int j = 0; j < 3 + i % 7; ++j) line += words[static_cast<size_t>((i * 5 + j * 7 + i / 3) % 12)] + " ";
+    corpus.push_back(line);
+  }
+  VocabConfig vc;
+  vc.vocab_size = 48;
+  vc.byte_fallback = false;
+  vc.character_coverage = 1.0;
+  const std::string proto = text::train_sentencepiece(corpus, vc, 1, 1).model_proto;
+  const int64_t vocab = text::SentencePieceVocab::from_serialized(proto).size();
+  torch::manual_seed(seed);
+  Config cfg;
+  cfg.model = tiny_transformer();
+  cfg.model.dropout = 0;
+  auto model = models::build_seq2seq(cfg.model, vocab, vocab);
+  models::ModelMeta meta;
+  meta.config = config::to_json(cfg);
+  meta.src_spm = proto;
+  meta.tgt_spm = proto;
+  models::save_checkpoint(path, *model, meta);
+}
+
+}  // namespace parla::testing
