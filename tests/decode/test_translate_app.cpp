@@ -20,6 +20,7 @@
 #include "text/sentencepiece_training.h"
 #include "text/sentencepiece_vocab.h"
 #include "support/cuda.h"
+#include "support/files.h"
 #include "support/run.h"
 #include "support/temp_dir.h"
 #include "support/tiny_checkpoint.h"
@@ -30,13 +31,6 @@ namespace fs = std::filesystem;
 
 namespace {
 
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
 
 std::string slurp(const std::string& p) {
   std::ifstream in(p, std::ios::binary);
@@ -87,10 +81,10 @@ TEST_CASE("parla-translate writes one line per input line and the same text at b
                                     "--maxi-batch", "1", "--max-input-length", "40", "--threads", "1"});
   INFO(b1.err);
   REQUIRE(b1.exit_code == 0);
-  auto lines = split_lines(b1.out);
+  auto lines = parla::testing::split_lines(b1.out);
   REQUIRE(lines.size() == f.input_lines);
   // Empty input lines give empty output lines.
-  auto in = split_lines(slurp(f.input));
+  auto in = parla::testing::split_lines(slurp(f.input));
   for (size_t i = 0; i < in.size(); ++i)
     if (in[i].empty()) CHECK(lines[i].empty());
   // Bad input is reported with its line number.
@@ -127,8 +121,8 @@ TEST_CASE("parla-translate prints sorted distinct n-best lists and alignments", 
                                    "--alignment", "hard", "--max-input-length", "40", "--threads", "1"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  auto lines = split_lines(r.out);
-  auto in = split_lines(slurp(f.input));
+  auto lines = parla::testing::split_lines(r.out);
+  auto in = parla::testing::split_lines(slurp(f.input));
   std::regex entry(R"(^(\d+) \|\|\| (.*) \|\|\| (-?[0-9.e+-]+|0) \|\|\| ?((\d+-\d+ ?)*)$)");
   std::map<int, std::vector<std::pair<std::string, double>>> by_line;
   for (auto& l : lines) {
@@ -158,7 +152,7 @@ TEST_CASE("parla-translate writes -o files atomically and refuses bad checkpoint
                                    "40", "--threads", "1"});
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.empty());
-  CHECK(split_lines(slurp(out)).size() == f.input_lines);
+  CHECK(parla::testing::split_lines(slurp(out)).size() == f.input_lines);
   CHECK_FALSE(std::filesystem::exists(out + ".tmp"));
 
   std::string bogus = f.dir.write("bogus.pt", "this is not a checkpoint");
@@ -201,7 +195,7 @@ TEST_CASE("parla-translate in bf16 on the CPU translates every line", "[translat
                                    "--max-input-length", "40", "--threads", "1"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  CHECK(split_lines(r.out).size() == f.input_lines);
+  CHECK(parla::testing::split_lines(r.out).size() == f.input_lines);
 }
 
 TEST_CASE("a translator resolves decoding.precision for its device and names the output it cannot write",
@@ -292,7 +286,7 @@ TEST_CASE("parla-translate on a GPU gives the CPU's translations", "[translate_a
   INFO(gpu.err);
   REQUIRE(cpu.exit_code == 0);
   REQUIRE(gpu.exit_code == 0);
-  auto a = split_lines(cpu.out), b = split_lines(gpu.out);
+  auto a = parla::testing::split_lines(cpu.out), b = parla::testing::split_lines(gpu.out);
   REQUIRE(b.size() == a.size());
   size_t same = 0;
   for (size_t i = 0; i < a.size(); ++i) {

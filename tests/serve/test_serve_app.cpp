@@ -32,13 +32,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-std::vector<std::string> split_lines(const std::string& s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  std::string line;
-  while (std::getline(in, line)) out.push_back(line);
-  return out;
-}
 
 struct Fixture {
   TempDir dir{"serve-app"};
@@ -63,7 +56,7 @@ struct Fixture {
     auto r = run("parla-translate", {"-m", checkpoint, "-i", input, "-b", "3", "--threads", "1"});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
-    reference = split_lines(r.out);
+    reference = parla::testing::split_lines(r.out);
     REQUIRE(reference.size() == lines.size());
   }
 };
@@ -224,7 +217,7 @@ TEST_CASE("n-best and beam size per request equal parla-translate's with the sam
   auto j = post(s, {{"texts", few}, {"beam_size", 4}, {"n_best", 3}});
   // parla-translate's n-best lines: "i ||| text ||| score".
   std::map<size_t, std::vector<std::pair<std::string, double>>> expected;
-  for (const auto& line : split_lines(r.out)) {
+  for (const auto& line : parla::testing::split_lines(r.out)) {
     const auto a = line.find(" ||| "), b = line.rfind(" ||| ");
     expected[std::stoul(line.substr(0, a))].push_back({line.substr(a + 5, b - a - 5), std::stod(line.substr(b + 5))});
   }
