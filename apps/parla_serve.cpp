@@ -21,6 +21,10 @@
 #include "serve/stop_signal.h"
 #include "serve/translation_service.h"
 
+namespace {
+constexpr int kServeMaxInputLength = 256;
+}  // namespace
+
 int main(int argc, char** argv) {
   parla::runtime::tune_process(argc, argv);
   // Before any thread exists, so that all of them inherit the mask (serve/stop_signal.h).
@@ -54,6 +58,10 @@ int main(int argc, char** argv) {
   return parla::app::run(cli, flags, argc, argv, [&] {
     auto builder = parla::app::start_config(flags);
     schema_flags.apply(builder);
+    // A client must not be able to send one line of a million pieces (attention is quadratic in it): unless the
+    // user chose a limit, lines are cut at 256 pieces, with a warning, as parla-translate cuts at its limit.
+    if (!builder.given("decoding.max_input_length"))
+      builder.set("decoding.max_input_length", kServeMaxInputLength, "parla-serve's default");
     parla::Config config = builder.build();
     if (parla::app::dump_config_if_asked(flags, config)) return 0;
     if (models.empty()) throw parla::UsageError("no model given: pass a checkpoint with -m/--models");

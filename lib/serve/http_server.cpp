@@ -118,13 +118,24 @@ struct HttpServer::Impl {
     server.set_tcp_nodelay(true);  // answers are small: Nagle + delayed ACKs would add 40 ms to each
     server.set_keep_alive_max_count(1000);
 
-    server.Post("/translate", [this](const httplib::Request& req, httplib::Response& res) {
+    // The body is read here rather than by httplib, which would refuse a body over 8 KB sent as
+    // application/x-www-form-urlencoded (curl -d's default type) with a 413, and parse it as a form first.
+    server.Post("/translate", [this](const httplib::Request& req, httplib::Response& res,
+                                     const httplib::ContentReader& content) {
+      std::string body;
+      if (!content([&](const char* data, size_t n) {
+            body.append(data, n);
+            return true;
+          })) {
+        if (res.status < 400) res.status = 400;  // httplib sets 413 for a body over the limit
+        return;  // the error handler writes the JSON error
+      }
       int fd = -2;  // looked up once the request has to wait
       auto gone = [&] {
         if (fd == -2) fd = connection_socket(req);
         return fd >= 0 && peer_closed(fd);
       };
-      reply_with(res, service.translate(req.body, gone));
+      reply_with(res, service.translate(body, gone));
     });
     auto simple = [this](const std::function<Reply()>& make) {
       return [this, make](const httplib::Request&, httplib::Response& res) {

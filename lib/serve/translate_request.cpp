@@ -11,6 +11,12 @@ using json = nlohmann::json;
 
 RequestError bad(const std::string& message) { return {400, message}; }
 
+// "a string", "an array", "a number": what a JSON value is, for messages.
+std::string a_type(const json& j) {
+  const std::string t = j.type_name();
+  return (t[0] == 'a' || t[0] == 'o' ? "an " : "a ") + t;
+}
+
 // Reads an optional integer field in [lo, hi].
 bool read_int(const json& j, const char* key, int lo, int hi, const std::string& hi_reason, int& out,
               RequestError& error) {
@@ -49,8 +55,7 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
     return false;
   }
   if (!j.is_object()) {
-    error = bad("the request body must be a JSON object such as {\"text\": \"...\"}, got a " +
-                std::string(j.type_name()));
+    error = bad("the request body must be a JSON object such as {\"text\": \"...\"}, got " + a_type(j));
     return false;
   }
   for (const auto& item : j.items()) {
@@ -68,14 +73,14 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
   }
   if (has_text) {
     if (!j["text"].is_string()) {
-      error = bad("\"text\" must be a string, got a " + std::string(j["text"].type_name()));
+      error = bad("\"text\" must be a string, got " + a_type(j["text"]));
       return false;
     }
     out.texts.push_back(j["text"].get<std::string>());
   } else {
     const auto& list = j["texts"];
     if (!list.is_array()) {
-      error = bad("\"texts\" must be a list of strings, got a " + std::string(list.type_name()));
+      error = bad("\"texts\" must be a list of strings, got " + a_type(list));
       return false;
     }
     if (list.size() > limits.max_sentences) {
@@ -85,8 +90,7 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
     }
     for (size_t i = 0; i < list.size(); ++i) {
       if (!list[i].is_string()) {
-        error = bad("\"texts\"[" + std::to_string(i) + "] must be a string, got a " +
-                    std::string(list[i].type_name()));
+        error = bad("\"texts\"[" + std::to_string(i) + "] must be a string, got " + a_type(list[i]));
         return false;
       }
       out.texts.push_back(list[i].get<std::string>());

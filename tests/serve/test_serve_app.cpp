@@ -303,6 +303,11 @@ TEST_CASE("a full queue answers 503 with Retry-After", "[serve_app]") {
   CHECK(res->get_header_value("Retry-After") == "1");
   CHECK_THAT(json::parse(res->body)["error"].get<std::string>(), Catch::Contains("serve.max_queue"));
   CHECK(post(s, {{"texts", {"a", "b", "c"}}})["translations"].size() == 3);
+  // A body over 8 KB sent as a form (curl -d's default type) is read as JSON all the same.
+  const std::string text(12000, 'a');
+  auto form = c.Post("/translate", json{{"text", text}}.dump(), "application/x-www-form-urlencoded");
+  REQUIRE(form);
+  CHECK(form->status == 200);
   CHECK(s.stop() == 0);
 }
 
@@ -391,4 +396,24 @@ TEST_CASE("a port in use exits 1 naming the address, a bad config exits 2 naming
   CHECK(missing.exit_code == 1);
   CHECK_THAT(missing.err, Catch::Contains("nope.pt"));
   CHECK(first.stop() == 0);
+}
+
+TEST_CASE("parla-serve cuts lines at 256 pieces unless the user sets decoding.max_input_length", "[serve_app]") {
+  auto& f = fixture();
+  auto dflt = run("parla-serve", {"-m", f.checkpoint, "--dump-config"});
+  REQUIRE(dflt.exit_code == 0);
+  CHECK(json::parse(dflt.out)["decoding"]["max_input_length"] == 256);
+  auto given = run("parla-serve", {"-m", f.checkpoint, "--max-input-length", "40", "--dump-config"});
+  REQUIRE(given.exit_code == 0);
+  CHECK(json::parse(given.out)["decoding"]["max_input_length"] == 40);
+  // A line far over the limit is translated (cut, with a warning), as parla-translate --max-input-length does.
+  std::string line;
+  for (int i = 0; i < 400; ++i) line += parla::testing::toy_words()[static_cast<size_t>(i % 12)] + " ";
+  const std::string input = f.dir.write("long.txt", line + "\n");
+  auto offline = run("parla-translate", {"-m", f.checkpoint, "-i", input, "--max-input-length", "30", "--threads", "1"});
+  REQUIRE(offline.exit_code == 0);
+  Server s({"-m", f.checkpoint, "--max-input-length", "30"});
+  CHECK(post(s, {{"text", line}})["translation"].get<std::string>() + "\n" == offline.out);
+  CHECK(s.stop() == 0);
+  CHECK_THAT(parla::testing::read_file(s.log), Catch::Contains("truncated"));
 }
