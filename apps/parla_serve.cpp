@@ -94,16 +94,12 @@ int main(int argc, char** argv) {
     backend.encode = [t = translator.get()](const std::string& line) { return t->encode_line(line, "a request"); };
     backend.decode = [t = translator.get()](const std::vector<std::vector<int>>& sources,
                                    const parla::serve::SearchSettings& s) {
-      std::vector<std::vector<parla::serve::Translation>> out(sources.size());
       try {
-        auto found = t->translate_encoded(sources, s.beam_size, s.n_best);
-        for (size_t i = 0; i < found.size(); ++i)
-          for (auto& c : found[i]) out[i].push_back({std::move(c.text), c.score, c.tokens});
+        return t->translate_encoded(sources, s.beam_size, s.n_best);
       } catch (const std::exception& e) {
         spdlog::error("decoding a batch of {} sentences failed: {}", sources.size(), parla::brief_reason(e));
         throw std::runtime_error(parla::brief_reason(e));
       }
-      return out;
     };
     service.start(std::move(backend));
     spdlog::info("ready: POST http://{}:{}/translate (batches of up to {} sentences, {} ms wait)",

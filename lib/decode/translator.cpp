@@ -115,20 +115,22 @@ std::vector<int> Translator::encode_line(const std::string& line, const std::str
   return ids;
 }
 
-std::vector<std::vector<Translator::Candidate>> Translator::translate_encoded(
-    const std::vector<std::vector<int>>& sources, int beam_size, int n_best) {
+std::vector<NBestList> Translator::search_rows(const std::vector<std::vector<int>>& ids,
+                                               const std::vector<size_t>& rows, const SearchOptions& options) {
+  runtime::AutocastScope autocast(device_, precision_);
+  return search(*model_, make_batch(ids, rows).to(device_), options, &generator_);
+}
+
+std::vector<std::vector<Translation>> Translator::translate_encoded(const std::vector<std::vector<int>>& sources,
+                                                                    int beam_size, int n_best) {
   torch::NoGradGuard no_grad;
   SearchOptions o = options_;
   o.beam_size = beam_size;
   o.n_best = n_best;
   std::vector<size_t> rows(sources.size());
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = i;
-  std::vector<NBestList> found;
-  {
-    runtime::AutocastScope autocast(device_, precision_);
-    found = search(*model_, make_batch(sources, rows).to(device_), o, &generator_);
-  }
-  std::vector<std::vector<Candidate>> out(sources.size());
+  const auto found = search_rows(sources, rows, o);
+  std::vector<std::vector<Translation>> out(sources.size());
   for (size_t i = 0; i < sources.size(); ++i) {
     for (const auto& h : found[i])
       out[i].push_back({tgt_vocab_.decode(std::vector<int>(h.tokens.begin(), h.tokens.end())), h.score,
@@ -156,11 +158,7 @@ std::vector<std::string> Translator::translate_lines(const std::vector<std::stri
   for (const auto& batch : plan_batches(lengths, limits)) {
     std::vector<size_t> rows;
     for (size_t k : batch) rows.push_back(todo[k]);
-    std::vector<NBestList> out;
-    {
-      runtime::AutocastScope autocast(device_, precision_);
-      out = search(*model_, make_batch(ids, rows).to(device_), options_, &generator_);
-    }
+    auto out = search_rows(ids, rows, options_);
     for (size_t k = 0; k < rows.size(); ++k) results[rows[k]] = std::move(out[k]);
   }
 

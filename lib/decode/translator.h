@@ -16,8 +16,10 @@
 
 #include "core/config/decoding_config.h"
 #include "data/output_file.h"
+#include "decode/hypothesis.h"
 #include "decode/output_printer.h"
 #include "decode/search_options.h"
+#include "decode/translation.h"
 #include "models/seq2seq.h"
 #include "text/sentencepiece_vocab.h"
 
@@ -54,13 +56,8 @@ class Translator {
   // `where` (e.g. "input line 7"); thread-safe. translate_encoded: one batch of non-empty sources searched
   // together with the given beam size and n-best (decoding's other keys apply), each sentence's hypotheses
   // detokenised, best first. The result of a sentence does not depend on the rest of its batch.
-  struct Candidate {
-    std::string text;
-    float score = 0;     // what beam search ranks by: log P / GNMT length penalty
-    size_t tokens = 0;   // target pieces without EOS
-  };
   std::vector<int> encode_line(const std::string& line, const std::string& where) const;
-  std::vector<std::vector<Candidate>> translate_encoded(const std::vector<std::vector<int>>& sources, int beam_size,
+  std::vector<std::vector<Translation>> translate_encoded(const std::vector<std::vector<int>>& sources, int beam_size,
                                                         int n_best);
 
   // Reads all of `in`, writes to `out`: maxi-batches of decoding.maxi_batch batches, or with
@@ -77,6 +74,10 @@ class Translator {
   c10::ScalarType precision() const { return precision_; }
 
  private:
+  // One batch of sources (rows of `ids`) searched under the decoding precision's autocast.
+  std::vector<NBestList> search_rows(const std::vector<std::vector<int>>& ids, const std::vector<size_t>& rows,
+                                     const SearchOptions& options);
+
   std::shared_ptr<models::Seq2SeqModel> model_;
   text::SentencePieceVocab src_vocab_, tgt_vocab_;
   DecodingConfig cfg_;

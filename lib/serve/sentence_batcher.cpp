@@ -1,7 +1,6 @@
 #include "serve/sentence_batcher.h"
 
 #include <algorithm>
-#include <numeric>
 #include <set>
 
 #include "serve/server_metrics.h"

@@ -12,6 +12,8 @@
 #include <string>
 #include <vector>
 
+#include "decode/translation.h"
+
 namespace parla::serve {
 
 // A request that cannot be served: the HTTP status (400, 413) and a message for the JSON error body.
@@ -43,12 +45,8 @@ struct TranslateRequest {
 bool parse_translate_request(const std::string& body, const RequestLimits& limits, TranslateRequest& out,
                              RequestError& error);
 
-// One translation of one line: the detokenised text and its score.
-struct Translation {
-  std::string text;
-  float score = 0;
-  size_t tokens = 0;  // target pieces (EOS not counted), for the metrics
-};
+// One translation of one line: the detokenised text, its score and length (the decoder's type).
+using Translation = decode::Translation;
 
 // The response body for `request`, given each line's n-best list (best first; exactly request.n_best entries
 // unless the search found fewer). Lines are rejoined per text with '\n'; with n_best > 1 the k-th entry of a

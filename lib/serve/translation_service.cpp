@@ -38,11 +38,6 @@ void TranslationService::start(Backend backend) {
   metrics_.set_ready(true);
 }
 
-bool TranslationService::ready() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return batcher_ != nullptr && accepting_;
-}
-
 Reply TranslationService::health() const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!accepting_) return error_reply(503, "stopping", 0);

@@ -41,7 +41,6 @@ class TranslationService {
 
   // The model is loaded: from now on requests are translated (before, /translate and /health answer 503).
   void start(Backend backend);
-  bool ready() const;
 
   Reply health() const;
   Reply metrics() const;
@@ -73,8 +72,6 @@ class TranslationService {
   void fail_waiting();
   // Stops the decoding thread (after stop_accepting and once requests in flight are answered or failed).
   void shutdown();
-
-  ServerMetrics& server_metrics() { return metrics_; }
 
  private:
   ServeConfig serve_;
