@@ -23,6 +23,26 @@ void SelfAttentionCache::reorder(const torch::Tensor& indices) {
   if (linear.z.defined()) linear.z = linear.z.index_select(0, indices);
 }
 
+void SelfAttentionCache::add_rows(int64_t count) {
+  kv.add_rows(count);
+  // Linear attention's running sums start at zero for a new row, and 0 + x == x: the same sums as alone.
+  auto grow = [&](torch::Tensor& t) {
+    if (!t.defined() || count <= 0) return;
+    auto shape = t.sizes().vec();
+    shape[0] = count;
+    t = torch::cat({t, torch::zeros(shape, t.options())});
+  };
+  grow(linear.s);
+  grow(linear.z);
+}
+
+void SelfAttentionCache::rebase(int64_t position) {
+  position = std::min(position, length);
+  if (position <= 0) return;
+  kv.rebase(position);
+  length -= position;
+}
+
 MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& options) : options_(options) {
   const int64_t d = options.d_model;
   if (options.heads < 1 || d % options.heads != 0)
@@ -142,6 +162,7 @@ torch::Tensor MultiHeadAttentionImpl::self_attend_step(const torch::Tensor& x, S
   if (options_.kind == AttentionKind::kLocal) cache.kv.drop_before(cache.kv.length() - (options_.window + 1));
   auto q = heads(qkv[0]);
   if (!inference(q)) {
+    TORCH_CHECK(!cache.kv.row_first().defined(), "rows that joined a running batch are decoded without autograd only");
     auto [k, v] = cache.kv.gather();
     return out_proj(merge_heads(softmax_attention(q.unsqueeze(2), k, v, {}, weights)));
   }

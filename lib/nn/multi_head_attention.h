@@ -36,6 +36,10 @@ struct SelfAttentionCache {
   LinearAttentionState linear;
   int64_t length = 0;  // positions seen so far
   void reorder(const torch::Tensor& indices);
+  // Continuous batching (KeyValueCache::add_rows, rebase): `count` rows join with an empty history; positions
+  // before `position` are forgotten and the rest renumbered.
+  void add_rows(int64_t count);
+  void rebase(int64_t position);
 };
 
 class MultiHeadAttentionImpl : public torch::nn::Module {

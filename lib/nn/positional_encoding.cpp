@@ -52,4 +52,10 @@ torch::Tensor PositionalEncodingImpl::forward(int64_t length, int64_t offset, co
   return table_.narrow(0, offset, length);
 }
 
+torch::Tensor PositionalEncodingImpl::at(const torch::Tensor& positions, int64_t bound, const torch::TensorOptions& like) {
+  // The whole table up to `bound`, then one row per position: the same values forward(1, p) narrows to.
+  const auto table = learned() ? forward(std::min(bound, max_positions_), 0, like) : forward(bound, 0, like);
+  return table.index_select(0, positions.to(table.device()));
+}
+
 }  // namespace parla::nn

@@ -21,6 +21,9 @@ class PositionalEncodingImpl : public torch::nn::Module {
   // table is no buffer (checkpoints written before devices existed have no entry for it). Learned: the weight's
   // rows, wherever the module lives. Throws DataError past max_positions (learned only).
   torch::Tensor forward(int64_t length, int64_t offset, const torch::TensorOptions& like);
+  // One position per row: positions int64 [N] (each below `bound`) -> [N, dim], row n equal to
+  // forward(1, positions[n])[0]. For batches whose rows are at different steps (continuous batching).
+  torch::Tensor at(const torch::Tensor& positions, int64_t bound, const torch::TensorOptions& like);
   bool learned() const { return weight.defined(); }
   // Longest sequence: max_positions for learned, INT64_MAX for sinusoidal.
   int64_t max_positions() const;

@@ -42,7 +42,13 @@ void KeyValueCache::append(const torch::Tensor& k, const torch::Tensor& v) {
       slots = key_buffer_.size(0);
       if (t - base_ >= slots && kept + 1 > slots / 2) slots *= 2;
     }
-    iota_ = torch::arange(n, torch::dtype(torch::kLong).device(k.device()));
+    // Rows per slot: exactly n, except in a batch that rows join (continuous batching), where a buffer sized
+    // to the rows of the moment would be copied again at nearly every join: it grows by half and keeps its
+    // size when rows leave.
+    int64_t rows = n;
+    if (row_first_.defined() && key_buffer_.defined())
+      rows = n > key_buffer_.size(1) ? std::max(n, key_buffer_.size(1) * 3 / 2) : key_buffer_.size(1);
+    iota_ = torch::arange(rows, torch::dtype(torch::kLong).device(k.device()));
     torch::Tensor index;  // [kept * n]: slot-major, as the new buffer is laid out
     if (kept > 0) {
       const int64_t R = key_buffer_.size(1);
@@ -51,14 +57,16 @@ void KeyValueCache::append(const torch::Tensor& k, const torch::Tensor& v) {
     }
     auto move = [&](const torch::Tensor& like, const torch::Tensor& old, std::vector<torch::Tensor>& views) {
       const int64_t H = like.size(1), Dh = like.size(2);
-      auto next = torch::empty({slots, n, H, Dh}, like.options());
-      if (kept > 0) next.narrow(0, 0, kept).view({-1, H, Dh}).copy_(old.view({-1, H, Dh}).index_select(0, index));
+      auto next = torch::empty({slots, rows, H, Dh}, like.options());
+      if (kept > 0)
+        next.narrow(0, 0, kept).narrow(1, 0, n).copy_(
+            old.view({-1, H, Dh}).index_select(0, index).view({kept, n, H, Dh}));
       for (int64_t p = first_; p < t; ++p) views[p] = next[p - first_];
       return next;
     };
     key_buffer_ = move(k, key_buffer_, keys_);
     value_buffer_ = move(v, value_buffer_, values_);
-    if (kept > 0) ancestor_table_.narrow(1, first_, kept).copy_(iota_.unsqueeze(1).expand({n, kept}));
+    if (kept > 0) ancestor_table_.narrow(1, first_, kept).copy_(iota_.narrow(0, 0, n).unsqueeze(1).expand({n, kept}));
     base_ = first_;
   }
   auto key = key_buffer_[t - base_].narrow(0, 0, n), value = value_buffer_[t - base_].narrow(0, 0, n);
@@ -80,8 +88,37 @@ void KeyValueCache::append(const torch::Tensor& k, const torch::Tensor& v) {
 void KeyValueCache::reorder(const torch::Tensor& rows) {
   if (!ancestor_table_.defined()) return;
   // The whole table (at most twice the used columns) in one gather: the unused columns come along unread.
-  ancestor_table_ = ancestor_table_.index_select(0, rows.to(ancestor_table_.device()));
+  const auto on_device = rows.to(ancestor_table_.device());
+  ancestor_table_ = ancestor_table_.index_select(0, on_device);
   ancestors_ = ancestor_table_.narrow(1, 0, length());
+  if (row_first_.defined()) row_first_ = row_first_.index_select(0, on_device);
+}
+
+void KeyValueCache::add_rows(int64_t count) {
+  // An empty cache has no rows yet: the next append gives every row its own first position.
+  if (count <= 0 || !ancestor_table_.defined()) return;
+  const auto options = ancestor_table_.options();
+  const int64_t n = ancestor_table_.size(0);
+  // The new rows' ancestors before they joined are never read; 0 keeps every index in range for the copies
+  // that move whole columns (buffer growth, gather).
+  ancestor_table_ = torch::cat({ancestor_table_, torch::zeros({count, ancestor_table_.size(1)}, options)});
+  ancestors_ = ancestor_table_.narrow(1, 0, length());
+  if (!row_first_.defined()) row_first_ = torch::zeros({n}, options);
+  row_first_ = torch::cat({row_first_, torch::full({count}, length(), options)});
+}
+
+void KeyValueCache::rebase(int64_t position) {
+  position = std::min(position, length());
+  if (position <= 0) return;
+  drop_before(position);
+  keys_.erase(keys_.begin(), keys_.begin() + position);
+  values_.erase(values_.begin(), values_.begin() + position);
+  // Position t becomes t - position everywhere: its slot (t - base) and its ancestor column stay where they are.
+  ancestor_table_ = ancestor_table_.narrow(1, position, ancestor_table_.size(1) - position);
+  ancestors_ = ancestor_table_.narrow(1, 0, length());
+  first_ -= position;
+  base_ -= position;
+  if (row_first_.defined()) row_first_ = (row_first_ - position).clamp_min(0);
 }
 
 void KeyValueCache::drop_before(int64_t position) {
@@ -124,6 +161,7 @@ struct Plan {
   int64_t ancestor_stride = 0, ancestor_offset = 0, group = 1;
   const bool* valid = nullptr;  // [rows, positions] or null
   int64_t valid_row = 0;
+  const int64_t* row_first = nullptr;  // [N]: row n reads positions row_first[n] - ancestor_offset.. only
   T* out = nullptr;      // [N, H, Dh]
   T* weights = nullptr;  // [N, H, positions] or null
 };
@@ -265,39 +303,48 @@ PARLA_INLINE void rows_impl(const Plan<T>& p, int64_t begin, int64_t end) {
     const T* q = p.q + i * p.dim;
     T* out = p.out + i * p.dim;
     T* w = p.weights ? p.weights + i * p.positions : nullptr;
-    for (int64_t j = 0; j < L; ++j) {
-      const int64_t row = p.ancestors ? p.ancestors[n * p.ancestor_stride + p.ancestor_offset + j] : n / p.group;
-      const bool ok = !p.valid || p.valid[row * p.valid_row + j];
-      keys[j] = ok ? p.k_base[j] + row * p.k_row + h * p.k_head : nullptr;
-      values[j] = p.v_base[j] + row * p.v_row + h * p.v_head;
+    // A row that joined a running batch starts at its own first position: the loops below then do exactly
+    // what they do for the same row in a batch of its own (same positions, same order), so the result is the
+    // same to the bit.
+    const int64_t lo = p.row_first ? std::clamp<int64_t>(p.row_first[n] - p.ancestor_offset, 0, L) : 0;
+    const int64_t Ln = L - lo;
+    if (w)
+      for (int64_t j = 0; j < lo; ++j) w[j] = 0;
+    if (w) w += lo;
+    for (int64_t j = 0; j < Ln; ++j) {
+      const int64_t at = lo + j;
+      const int64_t row = p.ancestors ? p.ancestors[n * p.ancestor_stride + p.ancestor_offset + at] : n / p.group;
+      const bool ok = !p.valid || p.valid[row * p.valid_row + at];
+      keys[j] = ok ? p.k_base[at] + row * p.k_row + h * p.k_head : nullptr;
+      values[j] = p.v_base[at] + row * p.v_row + h * p.v_head;
     }
     int64_t j = 0;
-    for (; j + 4 <= L; j += 4) {
+    for (; j + 4 <= Ln; j += 4) {
       if (keys[j] && keys[j + 1] && keys[j + 2] && keys[j + 3]) {
         dot4(q, &keys[j], p.dim, &scores[j]);
       } else {
         for (int64_t c = j; c < j + 4; ++c) scores[c] = keys[c] ? dot(q, keys[c], p.dim) : ninf;
       }
     }
-    for (; j < L; ++j) scores[j] = keys[j] ? dot(q, keys[j], p.dim) : ninf;
+    for (; j < Ln; ++j) scores[j] = keys[j] ? dot(q, keys[j], p.dim) : ninf;
     T best = ninf;
-    for (j = 0; j < L; ++j) {
+    for (j = 0; j < Ln; ++j) {
       if (scores[j] != ninf) scores[j] *= p.scale;
       best = std::max(best, scores[j]);
     }
     if (best == ninf) {  // no valid key (or all scores -inf): nothing to attend to
       for (int64_t d = 0; d < p.dim; ++d) out[d] = 0;
       if (w)
-        for (j = 0; j < L; ++j) w[j] = 0;
+        for (j = 0; j < Ln; ++j) w[j] = 0;
       continue;
     }
-    for (j = 0; j < L; ++j) scores[j] = scores[j] == ninf ? T(0) : exp_shifted(scores[j], best);
+    for (j = 0; j < Ln; ++j) scores[j] = scores[j] == ninf ? T(0) : exp_shifted(scores[j], best);
     T z = 0;
-    for (j = 0; j < L; ++j) z += scores[j];
+    for (j = 0; j < Ln; ++j) z += scores[j];
     const T inv = T(1) / z;
-    for (j = 0; j < L; ++j) scores[j] *= inv;
-    if (w) std::copy(scores.begin(), scores.end(), w);
-    weighted_sum(scores.data(), values.data(), L, p.dim, out);
+    for (j = 0; j < Ln; ++j) scores[j] *= inv;
+    if (w) std::copy(scores.begin(), scores.begin() + Ln, w);
+    weighted_sum(scores.data(), values.data(), Ln, p.dim, out);
   }
 }
 
@@ -359,12 +406,21 @@ torch::Tensor attend_cache(const torch::Tensor& q, const KeyValueCache& cache, t
               cache.ancestors().size(0));
   if (!direct(q)) {
     auto [k, v] = cache.gather();
-    return attend_with_ops(q, k, v, {}, weights);
+    torch::Tensor allowed;  // [N, 1, L]: positions from each row's first on
+    if (cache.row_first().defined())
+      allowed = torch::arange(cache.first(), cache.length(), cache.row_first().options())
+                    .unsqueeze(0)
+                    .ge(cache.row_first().unsqueeze(1))
+                    .unsqueeze(1)
+                    .to(q.device());
+    return attend_with_ops(q, k, v, allowed, weights);
   }
   auto qc = q.contiguous();
   auto out = torch::empty_like(qc);
   torch::Tensor w;
   if (weights) w = torch::empty({N, H, L}, q.options());
+  torch::Tensor row_first;
+  if (cache.row_first().defined()) row_first = cache.row_first().contiguous();
   // The ancestor table is a strided view (rows wider than `length`); the kernel reads it with its row stride.
   auto anc = cache.ancestors().stride(1) == 1 ? cache.ancestors() : cache.ancestors().contiguous();
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_cache", [&] {
@@ -381,6 +437,7 @@ torch::Tensor attend_cache(const torch::Tensor& q, const KeyValueCache& cache, t
     p.ancestors = anc.data_ptr<int64_t>();
     p.ancestor_stride = anc.stride(0);
     p.ancestor_offset = cache.first();
+    if (row_first.defined()) p.row_first = row_first.data_ptr<int64_t>();
     run(p, N);
   });
   if (weights) *weights = w;

@@ -25,6 +25,12 @@ class KeyValueCache {
   // Frees positions before `position` (local attention needs only the last window): attention starts there.
   // Their slots are reused when the buffer next fills (it is compacted instead of grown).
   void drop_before(int64_t position);
+  // Continuous batching: `count` new rows join after the current ones. Their history begins at the current
+  // length, so attention reads none of the positions before it (row_first()).
+  void add_rows(int64_t count);
+  // Forgets positions before `position` for good (no row of the batch may still read them) and renumbers the
+  // rest from 0, so that a batch that never empties does not grow its tables without bound.
+  void rebase(int64_t position);
 
   int64_t length() const { return static_cast<int64_t>(keys_.size()); }  // positions appended so far
   int64_t first() const { return first_; }                               // first position still kept
@@ -42,6 +48,9 @@ class KeyValueCache {
   const torch::Tensor& key_buffer() const { return key_buffer_; }
   const torch::Tensor& value_buffer() const { return value_buffer_; }
   int64_t base() const { return base_; }
+  // int64 [N] on the ancestors' device: the first position each row may read, or undefined when every row
+  // reads them all (no row joined late).
+  const torch::Tensor& row_first() const { return row_first_; }
 
  private:
   torch::Tensor key_buffer_, value_buffer_;   // [slots, rows, H, Dh]
@@ -49,6 +58,7 @@ class KeyValueCache {
   torch::Tensor ancestor_table_;              // int64 [N, capacity >= length]
   torch::Tensor ancestors_;                   // its first `length` columns
   torch::Tensor iota_;                        // 0, 1, ..., rows - 1: a new position's own ancestors
+  torch::Tensor row_first_;                   // see row_first()
   int64_t first_ = 0, base_ = 0;
 };
 

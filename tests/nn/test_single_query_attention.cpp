@@ -272,3 +272,68 @@ TEST_CASE("preallocated cache: a reorder to more rows than its buffer holds wide
     N = next;
   }
 }
+
+TEST_CASE("continuous batching: a row that joins a running cache attends only to its own positions, bit for bit "
+          "as in a cache of its own, also after the cache is renumbered") {
+  torch::manual_seed(12);
+  const int64_t H = 2, Dh = 11;
+  for (auto dtype : {torch::kFloat, torch::kDouble, torch::kBFloat16}) {
+    // `running` starts with 3 rows; 2 rows join after 5 steps; after 9 steps positions before 5 are forgotten
+    // (every row still there started at 5 or later). `alone` holds only the joined rows' history.
+    KeyValueCache running, alone;
+    for (int step = 0; step < 14; ++step) {
+      if (step == 5) running.add_rows(2);
+      if (step == 9) {
+        running.reorder(torch::tensor({3, 4}, torch::kLong));  // the first three rows leave
+        running.rebase(5);
+        CHECK(running.length() == 4);
+        CHECK(running.row_first().defined());
+        CHECK(torch::equal(running.row_first(), torch::zeros({2}, torch::kLong)));
+      }
+      const int64_t rows = step < 5 ? 3 : step < 9 ? 5 : 2;
+      auto k = torch::randn({rows, H, Dh}).to(dtype), v = torch::randn({rows, H, Dh}).to(dtype);
+      running.append(k, v);
+      if (step >= 5) alone.append(k.narrow(0, rows - 2, 2), v.narrow(0, rows - 2, 2));
+      auto q = torch::randn({rows, H, Dh}).to(dtype);
+      torch::Tensor w_running, w_alone;
+      auto out = attend_cache(q, running, &w_running);
+      if (step < 5) continue;
+      auto want = attend_cache(q.narrow(0, rows - 2, 2), alone, &w_alone);
+      INFO("dtype " << dtype << " step " << step);
+      // The kernel (float, double) runs the row's own loop: equal bits. bfloat16 goes through LibTorch's ops
+      // with a mask, whose reductions may group the sums differently.
+      auto same = [&](const torch::Tensor& a, const torch::Tensor& b) {
+        return dtype == torch::kBFloat16 ? max_abs_diff(a.to(torch::kFloat), b.to(torch::kFloat)) < 0.02
+                                         : torch::equal(a, b);
+      };
+      CHECK(same(out.narrow(0, rows - 2, 2), want));
+      // Weights: zero before the row's first position, the row's own weights after it.
+      auto w = w_running.narrow(0, rows - 2, 2);
+      const int64_t skipped = w.size(2) - w_alone.size(2);
+      CHECK(skipped >= 0);
+      if (skipped > 0) CHECK(w.narrow(2, 0, skipped).abs().max().item<double>() == 0);
+      CHECK(same(w.narrow(2, skipped, w_alone.size(2)), w_alone));
+      if (step < 9) {
+        // The rows that were there from the start still see every position: the dense reference.
+        auto [dk, dv] = running.gather();
+        auto [ref, ref_w] = naive(q.narrow(0, 0, 3), dk.narrow(0, 0, 3), dv.narrow(0, 0, 3), {});
+        CHECK(max_abs_diff(out.narrow(0, 0, 3).to(torch::kDouble), ref) < (dtype == torch::kBFloat16 ? 0.05 : 1e-5));
+        (void)ref_w;
+      }
+    }
+  }
+}
+
+TEST_CASE("continuous batching: rows joined in a self-attention cache with linear attention start from zero sums") {
+  SelfAttentionCache cache;
+  cache.linear.s = torch::ones({2, 1, 3, 3});
+  cache.linear.z = torch::ones({2, 1, 3});
+  cache.length = 4;
+  cache.add_rows(1);
+  REQUIRE(cache.linear.s.size(0) == 3);
+  CHECK(cache.linear.s[2].abs().sum().item<double>() == 0);
+  CHECK(cache.linear.z[2].abs().sum().item<double>() == 0);
+  CHECK(cache.linear.s[1].sum().item<double>() == 9);
+  cache.rebase(10);  // clamped to the positions it has
+  CHECK(cache.length == 0);
+}
