@@ -14,12 +14,6 @@
 namespace parla::decode {
 namespace {
 
-struct Live {
-  std::vector<int64_t> tokens;
-  float log_prob;
-  std::vector<std::vector<float>> attention;
-};
-
 bool better(const Hypothesis& a, const Hypothesis& b) {
   if (a.score != b.score) return a.score > b.score;
   return a.tokens < b.tokens;
@@ -27,138 +21,177 @@ bool better(const Hypothesis& a, const Hypothesis& b) {
 
 }  // namespace
 
-std::vector<NBestList> beam_search(models::Seq2SeqModel& model, const torch::Tensor& src, const SearchOptions& o) {
+BeamSearch::BeamSearch(models::Seq2SeqModel& model, const SearchOptions& o) : model_(model), o_(o) {
   if (o.beam_size < 1) throw UsageError("beam size must be at least 1");
-  torch::NoGradGuard no_grad;
-  const float ninf = -std::numeric_limits<float>::infinity();
-  const int64_t batch = src.size(0), K = o.beam_size, V = model.vocab_size();
-  const int64_t n_best = std::max<int64_t>(1, std::min<int64_t>(o.n_best, K));
-  const auto device = src.device();
-  const auto src_len = source_lengths(src);
-  std::vector<int64_t> limit(batch);
-  for (int64_t b = 0; b < batch; ++b) limit[b] = max_output_length(o, src_len[b], model.max_positions());
+  K_ = o.beam_size;
+  V_ = model.vocab_size();
+  n_best_ = std::max<int64_t>(1, std::min<int64_t>(o.n_best, K_));
+  candidates_ = std::min<int64_t>(2 * K_, K_ * V_);
+}
 
-  std::vector<std::vector<Hypothesis>> finished(batch);
-  std::vector<int64_t> active(batch);  // original sentence of each block of K state rows
-  for (int64_t b = 0; b < batch; ++b) active[b] = b;
+BeamSearch::~BeamSearch() = default;
+
+void BeamSearch::add(const torch::Tensor& src, const std::vector<int64_t>& ids) {
+  torch::NoGradGuard no_grad;
+  const int64_t batch = src.size(0);
+  TORCH_CHECK(static_cast<int64_t>(ids.size()) == batch, "BeamSearch::add: ", ids.size(), " ids for ", batch,
+              " sentences");
+  if (batch == 0) return;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const auto device = src.device();
+  auto state = model_.start(src);
   // K rows per sentence; only the first is live at the start, the others score -inf so that the first step
   // does not expand K copies of the same prefix.
-  std::vector<Live> rows(batch * K);
-  for (int64_t i = 0; i < batch * K; ++i) rows[i].log_prob = i % K == 0 ? 0.f : ninf;
+  state->reorder_beams(torch::arange(batch, torch::dtype(torch::kLong).device(device)).repeat_interleave(K_), {}, K_);
+  auto bos = torch::full({batch * K_}, models::kBosId, torch::dtype(torch::kLong).device(device));
+  if (active_.empty()) {  // a fresh search: the finished sentences' state goes
+    state_ = std::move(state);
+    prev_ = bos;
+    rows_.clear();
+    steps_ = 0;
+  } else {
+    if (!state_->append(*state))
+      throw UsageError("this model's decoder state cannot take sentences into a running search");
+    prev_ = torch::cat({prev_, bos});
+  }
+  const auto src_len = source_lengths(src);
+  for (int64_t b = 0; b < batch; ++b) {
+    active_.push_back({ids[b], max_output_length(o_, src_len[b], model_.max_positions()), src_len[b], steps_, {}});
+    for (int64_t k = 0; k < K_; ++k) rows_.push_back({{}, k == 0 ? 0.f : ninf, {}});
+  }
+}
 
-  auto state = model.start(src);
-  state->reorder_beams(torch::arange(batch, torch::dtype(torch::kLong).device(device)).repeat_interleave(K), {}, K);
-  auto prev = torch::full({batch * K}, models::kBosId, torch::dtype(torch::kLong).device(device));
-  const int64_t candidates = std::min<int64_t>(2 * K, K * V);
+std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
+  std::vector<std::pair<int64_t, NBestList>> done_sentences;
+  if (active_.empty()) return done_sentences;
+  torch::NoGradGuard no_grad;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const int64_t A = static_cast<int64_t>(active_.size()), K = K_, V = V_;
+  const auto device = prev_.device();
+  torch::Tensor attention;
+  auto logp = model_.step(prev_, *state_, o_.attention ? &attention : nullptr).to(torch::kFloat);
+  std::vector<int64_t> row_limit(A * K), row_step;
+  std::vector<float> row_score(A * K);
+  bool same_step = true;
+  for (int64_t r = 0; r < A * K; ++r) {
+    row_limit[r] = active_[r / K].limit;
+    row_score[r] = rows_[r].log_prob;
+    same_step = same_step && active_[r / K].joined == active_[0].joined;
+  }
+  if (same_step) {
+    constrain_step(logp, steps_ - active_[0].joined, row_limit, o_.min_length);
+  } else {
+    for (int64_t r = 0; r < A * K; ++r) row_step.push_back(steps_ - active_[r / K].joined);
+    constrain_step(logp, row_step, row_limit, o_.min_length);
+  }
+  // Off the CPU, only the [A, 2K] result comes to the host, not the [A * K, V] log-probabilities.
+  const auto top = o_.device_candidates || !logp.device().is_cpu()
+                       ? best_candidates_tensor(logp, torch::from_blob(row_score.data(), {A * K}).to(logp.device()),
+                                                K, candidates_)
+                       : best_candidates(logp, row_score, K, candidates_);
+  // Alignments: the step's attention comes to the host once, not one row per hypothesis.
+  if (o_.attention) attention = attention.to(torch::kCPU, torch::kFloat).contiguous();
 
-  for (int64_t step = 0; !active.empty(); ++step) {
-    const int64_t A = static_cast<int64_t>(active.size());
-    torch::Tensor attention;
-    auto logp = model.step(prev, *state, o.attention ? &attention : nullptr).to(torch::kFloat);
-    std::vector<int64_t> row_limit(A * K);
-    std::vector<float> row_score(A * K);
-    for (int64_t r = 0; r < A * K; ++r) {
-      row_limit[r] = limit[active[r / K]];
-      row_score[r] = rows[r].log_prob;
-    }
-    constrain_step(logp, step, row_limit, o.min_length);
-    // Off the CPU, only the [A, 2K] result comes to the host, not the [A * K, V] log-probabilities.
-    const auto top = o.device_candidates || !logp.device().is_cpu()
-                         ? best_candidates_tensor(logp, torch::from_blob(row_score.data(), {A * K}).to(logp.device()),
-                                                  K, candidates)
-                         : best_candidates(logp, row_score, K, candidates);
-    // Alignments: the step's attention comes to the host once, not one row per hypothesis.
-    if (o.attention) attention = attention.to(torch::kCPU, torch::kFloat).contiguous();
-
-    std::vector<Live> next_rows;
-    std::vector<int64_t> next_active, next_groups, reorder, next_prev;
-    for (int64_t a = 0; a < A; ++a) {
-      const int64_t sent = active[a];
-      const auto& cand = top[a];
-      std::vector<Live> live;
-      std::vector<int64_t> live_parent, live_token;
-      for (int64_t j = 0; j < static_cast<int64_t>(cand.size()) && static_cast<int64_t>(live.size()) < K; ++j) {
-        const float value = cand[j].score;
-        const int64_t beam = cand[j].index / V, token = cand[j].index % V;
-        const int64_t parent = a * K + beam;
-        const Live& p = rows[parent];
-        if (token == models::kEosId) {
-          if (j >= K) continue;
-          Hypothesis h;
-          h.tokens = p.tokens;
-          h.log_prob = value;
-          h.score = normalized_score(value, static_cast<int64_t>(p.tokens.size()) + 1, o.length_penalty);
-          if (o.attention) {
-            h.attention = p.attention;
-            h.attention.push_back(attention_row(attention, parent, src_len[sent] + 1));
-          }
-          finished[sent].push_back(std::move(h));
-          continue;
+  std::vector<Live> next_rows;
+  std::vector<Sentence> next_active;
+  std::vector<int64_t> next_groups, reorder, next_prev;
+  for (int64_t a = 0; a < A; ++a) {
+    Sentence& sent = active_[a];
+    const int64_t step = steps_ - sent.joined;
+    const auto& cand = top[a];
+    std::vector<Live> live;
+    std::vector<int64_t> live_parent, live_token;
+    for (int64_t j = 0; j < static_cast<int64_t>(cand.size()) && static_cast<int64_t>(live.size()) < K; ++j) {
+      const float value = cand[j].score;
+      const int64_t beam = cand[j].index / V, token = cand[j].index % V;
+      const int64_t parent = a * K + beam;
+      const Live& p = rows_[parent];
+      if (token == models::kEosId) {
+        if (j >= K) continue;
+        Hypothesis h;
+        h.tokens = p.tokens;
+        h.log_prob = value;
+        h.score = normalized_score(value, static_cast<int64_t>(p.tokens.size()) + 1, o_.length_penalty);
+        if (o_.attention) {
+          h.attention = p.attention;
+          h.attention.push_back(attention_row(attention, parent, sent.source_length + 1));
         }
-        Live l;
-        l.tokens = p.tokens;
-        l.tokens.push_back(token);
-        l.log_prob = value;
-        if (o.attention) {
-          l.attention = p.attention;
-          l.attention.push_back(attention_row(attention, parent, src_len[sent] + 1));
-        }
-        live.push_back(std::move(l));
-        live_parent.push_back(parent);
-        live_token.push_back(token);
-      }
-
-      auto& fin = finished[sent];
-      std::sort(fin.begin(), fin.end(), better);
-      bool done = live.empty() || step + 1 > limit[sent] || static_cast<int64_t>(fin.size()) >= K;
-      if (!done && static_cast<int64_t>(fin.size()) >= n_best) {
-        // Live hypotheses are in descending log-prob order; live[0] bounds every continuation.
-        float bound = normalized_score(live[0].log_prob, limit[sent] + 1, o.length_penalty);
-        done = bound <= fin[n_best - 1].score;
-      }
-      if (done) {
-        if (static_cast<int64_t>(fin.size()) > n_best) fin.resize(n_best);
+        sent.finished.push_back(std::move(h));
         continue;
       }
-      next_active.push_back(sent);
-      next_groups.push_back(a);
-      for (int64_t k = 0; k < K; ++k) {
-        if (k < static_cast<int64_t>(live.size())) {
-          reorder.push_back(live_parent[k]);
-          next_prev.push_back(live_token[k]);
-          next_rows.push_back(std::move(live[k]));
-        } else {  // fewer live candidates than the beam (tiny vocabularies): a dead row
-          reorder.push_back(a * K);
-          next_prev.push_back(models::kEosId);
-          Live dead;
-          dead.log_prob = ninf;
-          next_rows.push_back(std::move(dead));
-        }
+      Live l;
+      l.tokens = p.tokens;
+      l.tokens.push_back(token);
+      l.log_prob = value;
+      if (o_.attention) {
+        l.attention = p.attention;
+        l.attention.push_back(attention_row(attention, parent, sent.source_length + 1));
+      }
+      live.push_back(std::move(l));
+      live_parent.push_back(parent);
+      live_token.push_back(token);
+    }
+
+    auto& fin = sent.finished;
+    std::sort(fin.begin(), fin.end(), better);
+    bool done = live.empty() || step + 1 > sent.limit || static_cast<int64_t>(fin.size()) >= K;
+    if (!done && static_cast<int64_t>(fin.size()) >= n_best_) {
+      // Live hypotheses are in descending log-prob order; live[0] bounds every continuation.
+      float bound = normalized_score(live[0].log_prob, sent.limit + 1, o_.length_penalty);
+      done = bound <= fin[n_best_ - 1].score;
+    }
+    if (done) {
+      if (static_cast<int64_t>(fin.size()) > n_best_) fin.resize(n_best_);
+      done_sentences.emplace_back(sent.id, std::move(fin));
+      continue;
+    }
+    next_groups.push_back(a);
+    for (int64_t k = 0; k < K; ++k) {
+      if (k < static_cast<int64_t>(live.size())) {
+        reorder.push_back(live_parent[k]);
+        next_prev.push_back(live_token[k]);
+        next_rows.push_back(std::move(live[k]));
+      } else {  // fewer live candidates than the beam (tiny vocabularies): a dead row
+        reorder.push_back(a * K);
+        next_prev.push_back(models::kEosId);
+        Live dead;
+        dead.log_prob = ninf;
+        next_rows.push_back(std::move(dead));
       }
     }
-    if (next_active.empty()) break;
-    // Sentences leave the batch only when one finishes; until then the per-sentence state stays where it is.
-    // The reorder, the next tokens and the surviving sentences go to the device in one transfer.
-    const int64_t R = static_cast<int64_t>(reorder.size());
-    const bool shrink = static_cast<int64_t>(next_active.size()) != A;
-    reorder.insert(reorder.end(), next_prev.begin(), next_prev.end());
-    if (shrink) reorder.insert(reorder.end(), next_groups.begin(), next_groups.end());
-    auto packed = torch::tensor(reorder, torch::kLong).to(device);
-    torch::Tensor groups;
-    if (shrink) groups = packed.narrow(0, 2 * R, static_cast<int64_t>(next_groups.size()));
-    state->reorder_beams(packed.narrow(0, 0, R), groups, K);
-    prev = packed.narrow(0, R, R);
-    rows = std::move(next_rows);
-    active = std::move(next_active);
+    next_active.push_back(std::move(sent));
   }
+  ++steps_;
+  active_ = std::move(next_active);
+  rows_ = std::move(next_rows);
+  if (active_.empty()) {  // nothing left to reorder: the next add() starts afresh
+    state_.reset();
+    prev_ = torch::Tensor();
+    return done_sentences;
+  }
+  // Sentences leave the batch only when one finishes; until then the per-sentence state stays where it is.
+  // The reorder, the next tokens and the surviving sentences go to the device in one transfer.
+  const int64_t R = static_cast<int64_t>(reorder.size());
+  const bool shrink = static_cast<int64_t>(next_groups.size()) != A;
+  reorder.insert(reorder.end(), next_prev.begin(), next_prev.end());
+  if (shrink) reorder.insert(reorder.end(), next_groups.begin(), next_groups.end());
+  auto packed = torch::tensor(reorder, torch::kLong).to(device);
+  torch::Tensor groups;
+  if (shrink) groups = packed.narrow(0, 2 * R, static_cast<int64_t>(next_groups.size()));
+  state_->reorder_beams(packed.narrow(0, 0, R), groups, K);
+  prev_ = packed.narrow(0, R, R);
+  return done_sentences;
+}
 
+std::vector<NBestList> beam_search(models::Seq2SeqModel& model, const torch::Tensor& src, const SearchOptions& o) {
+  BeamSearch search(model, o);
+  const int64_t batch = src.size(0);
+  std::vector<int64_t> ids(batch);
+  for (int64_t b = 0; b < batch; ++b) ids[b] = b;
+  search.add(src, ids);
   std::vector<NBestList> out(batch);
-  for (int64_t b = 0; b < batch; ++b) {
-    auto& fin = finished[b];
-    std::sort(fin.begin(), fin.end(), better);
-    if (static_cast<int64_t>(fin.size()) > n_best) fin.resize(n_best);
-    out[b] = std::move(fin);
-  }
+  while (search.size() > 0)
+    for (auto& [id, best] : search.step()) out[id] = std::move(best);
   return out;
 }
 

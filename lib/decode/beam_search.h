@@ -15,6 +15,8 @@
 //   (c) it reached its maximum length (EOS is forced there), or no live hypothesis is left.
 // Ties between equal scores are broken by the lower flat index (beam-major, then token id) and, among
 // finished hypotheses, by the token sequence, so the result is a deterministic function of the scores.
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include <torch/types.h>
@@ -24,6 +26,49 @@
 #include "models/seq2seq.h"
 
 namespace parla::decode {
+
+// The search as a stepper, so that sentences can join it between steps and leave it as they finish
+// (continuous batching, for parla-serve): a sentence that joins at step t starts at its own step 0, and its
+// result is the one a batch of its own would give (the decoder state keeps each row's positions).
+class BeamSearch {
+ public:
+  BeamSearch(models::Seq2SeqModel& model, const SearchOptions& o);
+  ~BeamSearch();
+  BeamSearch(const BeamSearch&) = delete;
+  BeamSearch& operator=(const BeamSearch&) = delete;
+
+  // Sentences src [B, S] (PAD-padded, each row ending with EOS) join the search at the next step; `ids` (B
+  // entries) name them in step()'s results. UsageError when the model's state cannot take rows into a
+  // search that is already running.
+  void add(const torch::Tensor& src, const std::vector<int64_t>& ids);
+  // One decoder step for every sentence in the search; returns the sentences that finished at this step with
+  // their min(n_best, found) best hypotheses, best first.
+  std::vector<std::pair<int64_t, NBestList>> step();
+  // Sentences being searched.
+  size_t size() const { return active_.size(); }
+  // Decoder rows (sentences x beam) of the next step.
+  int64_t rows() const { return static_cast<int64_t>(rows_.size()); }
+
+ private:
+  struct Live {
+    std::vector<int64_t> tokens;
+    float log_prob;
+    std::vector<std::vector<float>> attention;
+  };
+  struct Sentence {
+    int64_t id, limit, source_length, joined;
+    std::vector<Hypothesis> finished;
+  };
+
+  models::Seq2SeqModel& model_;
+  SearchOptions o_;
+  int64_t K_, V_, n_best_, candidates_;
+  std::unique_ptr<models::DecoderState> state_;
+  torch::Tensor prev_;             // [rows]: each row's last token
+  std::vector<Sentence> active_;   // block a of K rows belongs to active_[a]
+  std::vector<Live> rows_;
+  int64_t steps_ = 0;              // steps of this state (a sentence's own step is steps_ - joined)
+};
 
 // src: int64 [B, S] (PAD-padded, each row ends with EOS). Returns per row the min(n_best, found) best
 // hypotheses, best first.

@@ -1,6 +1,8 @@
 #include "decode/ensemble.h"
 
 #include <algorithm>
+#include <stdexcept>
+#include <string>
 
 #include <torch/torch.h>
 
@@ -17,6 +19,17 @@ class EnsembleState : public models::DecoderState {
   }
   void reorder_beams(const torch::Tensor& rows, const torch::Tensor& sentences, int64_t beam) override {
     for (auto& s : states) s->reorder_beams(rows, sentences, beam);
+  }
+  bool append(models::DecoderState& base) override {
+    auto* other = dynamic_cast<EnsembleState*>(&base);
+    if (!other || other->states.size() != states.size()) return false;
+    // All members or none: a member refusing after others accepted would leave the ensemble inconsistent.
+    for (size_t i = 0; i < states.size(); ++i)
+      if (!states[i]->append(*other->states[i])) {
+        if (i == 0) return false;
+        throw std::logic_error("ensemble member " + std::to_string(i + 1) + " cannot continue a running batch");
+      }
+    return true;
   }
   int64_t steps() const override { return states.front()->steps(); }
 };

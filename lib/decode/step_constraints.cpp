@@ -38,6 +38,31 @@ void constrain_step(torch::Tensor& logp, int64_t step, const std::vector<int64_t
   }
 }
 
+void constrain_step(torch::Tensor& logp, const std::vector<int64_t>& steps, const std::vector<int64_t>& max_len,
+                    int64_t min_length) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  using torch::indexing::Slice;
+  std::vector<int64_t> forced, short_rows;
+  for (size_t r = 0; r < max_len.size(); ++r) {
+    if (steps[r] >= max_len[r]) forced.push_back(static_cast<int64_t>(r));
+    if (steps[r] < min_length) short_rows.push_back(static_cast<int64_t>(r));
+  }
+  torch::Tensor rows, eos;
+  if (!forced.empty()) {
+    rows = torch::tensor(forced, torch::kLong).to(logp.device());
+    eos = logp.select(1, models::kEosId).index_select(0, rows).clone();
+  }
+  logp.index_put_({Slice(), models::kPadId}, ninf);
+  logp.index_put_({Slice(), models::kBosId}, ninf);
+  if (!short_rows.empty())
+    logp.index_put_({torch::tensor(short_rows, torch::kLong).to(logp.device()), models::kEosId}, ninf);
+  if (!forced.empty()) {  // as above: the maximum length wins, EOS keeps its (finite) log-probability
+    logp.index_fill_(0, rows, ninf);
+    eos = torch::where(torch::isfinite(eos), eos, torch::zeros_like(eos));
+    logp.index_put_({rows, torch::full_like(rows, models::kEosId)}, eos);
+  }
+}
+
 std::vector<float> attention_row(const torch::Tensor& attention, int64_t r, int64_t width) {
   auto row = attention[r].to(torch::kCPU, torch::kFloat).contiguous();
   int64_t n = std::min<int64_t>(width, row.numel());

@@ -13,6 +13,9 @@ std::vector<int64_t> source_lengths(const torch::Tensor& src);
 
 // logp [N, V] (modified in place) of hypotheses that have `step` tokens so far; `max_len[r]` is row r's limit.
 void constrain_step(torch::Tensor& logp, int64_t step, const std::vector<int64_t>& max_len, int64_t min_length);
+// The same when rows are at different steps (continuous batching): row r has `steps[r]` tokens so far.
+void constrain_step(torch::Tensor& logp, const std::vector<int64_t>& steps, const std::vector<int64_t>& max_len,
+                    int64_t min_length);
 
 // Row r of a step's attention [N, S] as floats, first `width` entries (the row's real source plus EOS).
 std::vector<float> attention_row(const torch::Tensor& attention, int64_t r, int64_t width);

@@ -18,26 +18,13 @@
 #include "decode/maxi_batch.h"
 #include "decode/sampling.h"
 #include "decode/search.h"
+#include "decode/source_batch.h"
 #include "models/checkpoint.h"
 
 namespace parla::decode {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-torch::Tensor make_batch(const std::vector<std::vector<int>>& ids, const std::vector<size_t>& rows) {
-  size_t width = 1;
-  for (size_t r : rows) width = std::max(width, ids[r].size() + 1);
-  auto src = torch::full({static_cast<int64_t>(rows.size()), static_cast<int64_t>(width)}, models::kPadId,
-                         torch::kLong);
-  auto acc = src.accessor<int64_t, 2>();
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const auto& s = ids[rows[i]];
-    for (size_t j = 0; j < s.size(); ++j) acc[i][j] = s[j];
-    acc[i][s.size()] = models::kEosId;
-  }
-  return src;
-}
 
 }  // namespace
 
@@ -118,7 +105,7 @@ std::vector<int> Translator::encode_line(const std::string& line, const std::str
 std::vector<NBestList> Translator::search_rows(const std::vector<std::vector<int>>& ids,
                                                const std::vector<size_t>& rows, const SearchOptions& options) {
   runtime::AutocastScope autocast(device_, precision_);
-  return search(*model_, make_batch(ids, rows).to(device_), options, &generator_);
+  return search(*model_, source_batch(ids, rows).to(device_), options, &generator_);
 }
 
 std::vector<std::vector<Translation>> Translator::translate_encoded(const std::vector<std::vector<int>>& sources,
@@ -131,12 +118,16 @@ std::vector<std::vector<Translation>> Translator::translate_encoded(const std::v
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = i;
   const auto found = search_rows(sources, rows, o);
   std::vector<std::vector<Translation>> out(sources.size());
-  for (size_t i = 0; i < sources.size(); ++i) {
-    for (const auto& h : found[i])
-      out[i].push_back({tgt_vocab_.decode(std::vector<int>(h.tokens.begin(), h.tokens.end())), h.score,
-                        h.tokens.size()});
-  }
+  for (size_t i = 0; i < sources.size(); ++i) out[i] = to_translations(found[i], tgt_vocab_);
   return out;
+}
+
+std::unique_ptr<TranslationStream> Translator::open_stream(int beam_size, int n_best) {
+  SearchOptions o = options_;
+  o.beam_size = beam_size;
+  o.n_best = n_best;
+  if (o.sampling) throw UsageError("continuous batching runs beam search; sampling is not served");
+  return std::make_unique<TranslationStream>(*model_, tgt_vocab_, o, device_, precision_);
 }
 
 std::vector<std::string> Translator::translate_lines(const std::vector<std::string>& lines, uint64_t first_line) {

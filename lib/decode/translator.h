@@ -20,6 +20,7 @@
 #include "decode/output_printer.h"
 #include "decode/search_options.h"
 #include "decode/translation.h"
+#include "decode/translation_stream.h"
 #include "models/seq2seq.h"
 #include "text/sentencepiece_vocab.h"
 
@@ -59,6 +60,10 @@ class Translator {
   std::vector<int> encode_line(const std::string& line, const std::string& where) const;
   std::vector<std::vector<Translation>> translate_encoded(const std::vector<std::vector<int>>& sources, int beam_size,
                                                         int n_best);
+  // Continuous batching: a search that sentences join between steps (decode/translation_stream.h), with the
+  // given beam size and n-best; each sentence's result equals translate_encoded's. Used from one thread at a
+  // time; the translator outlives it.
+  std::unique_ptr<TranslationStream> open_stream(int beam_size, int n_best);
 
   // Reads all of `in`, writes to `out`: maxi-batches of decoding.maxi_batch batches, or with
   // decoding.line_buffered each line translated and flushed as soon as it is read. IoError naming the output and

@@ -28,6 +28,26 @@ void RnnState::reorder_beams(const torch::Tensor& rows, const torch::Tensor& sen
   beam = beam_size;
 }
 
+bool RnnState::append(DecoderState& base) {
+  auto* other = dynamic_cast<RnnState*>(&base);
+  if (!other || other->steps_ != 0 || other->beam != beam || other->c.defined() != c.defined()) return false;
+  // The recurrent state is per row; the source side is padded to the longer source (masked, so inert).
+  h = torch::cat({h, other->h}, 1);
+  if (c.defined()) c = torch::cat({c, other->c}, 1);
+  feed = torch::cat({feed, other->feed});
+  const int64_t s = std::max(valid.size(1), other->valid.size(1));
+  auto pad = [&](const torch::Tensor& t) {
+    if (t.size(1) == s) return t;
+    auto shape = t.sizes().vec();
+    shape[1] = s - t.size(1);
+    return torch::cat({t, torch::zeros(shape, t.options())}, 1);
+  };
+  annotations = torch::cat({pad(annotations), pad(other->annotations)});
+  keys = torch::cat({pad(keys), pad(other->keys)});
+  valid = torch::cat({pad(valid), pad(other->valid)});
+  return true;
+}
+
 RnnModel::RnnModel(const ModelConfig& cfg, int64_t src_vocab, int64_t tgt_vocab)
     : cfg_(cfg), src_vocab_(src_vocab), tgt_vocab_(tgt_vocab), lstm_(cfg.rnn_cell == "lstm"),
       bahdanau_(cfg.rnn_attention == "bahdanau") {

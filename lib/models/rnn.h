@@ -30,6 +30,7 @@ class RnnState : public DecoderState {
  public:
   void reorder(const torch::Tensor& indices) override;
   void reorder_beams(const torch::Tensor& rows, const torch::Tensor& sentences, int64_t beam) override;
+  bool append(DecoderState& other) override;
   int64_t steps() const override { return steps_; }
 
   torch::Tensor h, c;          // [L, N, H] (c: LSTM only)

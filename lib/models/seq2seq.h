@@ -33,6 +33,14 @@ class DecoderState {
     (void)beam;
     reorder(rows);
   }
+  // Continuous batching: the rows of `other` (fresh from start() on the same model, no step taken, its rows
+  // already expanded to the same beam size as this state's) join after this state's rows and start decoding
+  // at the next step, at their own position 0. Each row's results are then those of a batch of its own.
+  // False, changing nothing, when the state cannot do this (the caller decodes such sentences separately).
+  virtual bool append(DecoderState& other) {
+    (void)other;
+    return false;
+  }
   // Number of decoding steps taken so far.
   virtual int64_t steps() const = 0;
 };

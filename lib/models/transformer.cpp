@@ -15,16 +15,67 @@ void TransformerState::reorder(const torch::Tensor& indices) {
   memory_valid = memory_valid.index_select(0, memory_rows);
   cache.select_memory(memory_rows);
   cache.select_self(indices);
+  if (row_start.defined()) row_start = row_start.index_select(0, indices);
   beam = 1;
+  rebase();
 }
 
 void TransformerState::reorder_beams(const torch::Tensor& rows, const torch::Tensor& sentences, int64_t beam_size) {
   cache.select_self(rows);
+  if (row_start.defined()) row_start = row_start.index_select(0, rows);
   if (sentences.defined()) {
     memory_valid = memory_valid.index_select(0, sentences);
     cache.select_memory(sentences);
+    rebase();  // only when sentences left: until then no row's start changed
   }
   beam = beam_size;
+}
+
+namespace {
+
+// t grown to `size` along `dim` with zeros (false for bool): padding that masks and exact zeros make inert.
+torch::Tensor pad_to(const torch::Tensor& t, int64_t dim, int64_t size) {
+  if (t.size(dim) >= size) return t;
+  auto shape = t.sizes().vec();
+  shape[dim] = size - t.size(dim);
+  return torch::cat({t, torch::zeros(shape, t.options())}, dim);
+}
+
+// Rows of a and b, after padding both to the longer source.
+torch::Tensor join(const torch::Tensor& a, const torch::Tensor& b, int64_t source_dim) {
+  const int64_t s = std::max(a.size(source_dim), b.size(source_dim));
+  return torch::cat({pad_to(a, source_dim, s), pad_to(b, source_dim, s)});
+}
+
+}  // namespace
+
+bool TransformerState::append(DecoderState& base) {
+  auto* other = dynamic_cast<TransformerState*>(&base);
+  if (!other || other->steps_ != 0 || other->beam != beam || other->row_start.defined() ||
+      other->cache.cross_k.size() != cache.cross_k.size())
+    return false;
+  const int64_t rows = memory_valid.size(0) * beam, added = other->memory_valid.size(0) * other->beam;
+  memory_valid = join(memory_valid, other->memory_valid, 1);
+  for (size_t i = 0; i < cache.cross_k.size(); ++i) {
+    cache.cross_k[i] = join(cache.cross_k[i], other->cache.cross_k[i], 2);  // [M, H, S, Dh]
+    cache.cross_v[i] = join(cache.cross_v[i], other->cache.cross_v[i], 2);
+  }
+  if (steps_ == 0) return true;  // nothing decoded yet: the new rows are just more rows
+  for (auto& c : cache.self) c.add_rows(added);
+  auto options = torch::dtype(torch::kLong).device(memory_valid.device());
+  if (!row_start.defined()) row_start = torch::zeros({rows}, options);
+  row_start = torch::cat({row_start, torch::full({added}, steps_, options)});
+  return true;
+}
+
+void TransformerState::rebase() {
+  if (!row_start.defined() || row_start.numel() == 0) return;
+  // Amortised: the tables are renumbered once the oldest row's start has moved on by a few dozen steps.
+  const int64_t oldest = row_start.min().item<int64_t>();
+  if (oldest < 32) return;
+  for (auto& c : cache.self) c.rebase(oldest);
+  row_start = row_start - oldest;
+  steps_ -= oldest;
 }
 
 TransformerModel::TransformerModel(const ModelConfig& cfg, int64_t src_vocab, int64_t tgt_vocab)
@@ -85,7 +136,16 @@ std::unique_ptr<DecoderState> TransformerModel::start(const torch::Tensor& src) 
 
 torch::Tensor TransformerModel::step(const torch::Tensor& prev, DecoderState& base_state, torch::Tensor* attention) {
   auto& state = dynamic_cast<TransformerState&>(base_state);
-  auto x = embed(tgt_embed, tgt_positions, prev.view({-1, 1}), state.steps_);
+  torch::Tensor x;
+  if (state.row_start.defined()) {  // rows at different positions (continuous batching)
+    auto ids = prev.view({-1, 1});
+    auto positions = tgt_positions->at(state.row_start.neg().add(state.steps_), state.steps_ + 1,
+                                       tgt_embed->weight.options());
+    x = tgt_embed(ids) + positions.to(tgt_embed->weight.dtype()).unsqueeze(1);
+    if (cfg_.dropout > 0 && is_training()) x = torch::dropout(x, cfg_.dropout, true);
+  } else {
+    x = embed(tgt_embed, tgt_positions, prev.view({-1, 1}), state.steps_);
+  }
   torch::Tensor weights;
   auto h = decoder->step(x, state.cache, state.memory_valid, attention ? &weights : nullptr);
   state.steps_ += 1;

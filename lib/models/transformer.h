@@ -24,12 +24,20 @@ class TransformerState : public DecoderState {
  public:
   void reorder(const torch::Tensor& indices) override;
   void reorder_beams(const torch::Tensor& rows, const torch::Tensor& sentences, int64_t beam) override;
+  bool append(DecoderState& other) override;
   int64_t steps() const override { return steps_; }
 
   torch::Tensor memory_valid;  // bool [N / beam, S]
   TransformerDecoderCache cache;
   int64_t steps_ = 0;
   int64_t beam = 1;  // consecutive hypothesis rows sharing one row of memory_valid and of the cross K/V
+  // int64 [N]: the step at which each row joined (continuous batching); undefined while all rows started at 0.
+  // A row's target position is steps_ - row_start.
+  torch::Tensor row_start;
+
+ private:
+  // Renumbers the steps once every row joined at step `min_start` or later (nothing reads older positions).
+  void rebase();
 };
 
 class TransformerModel : public Seq2SeqModel {

@@ -1,0 +1,185 @@
+// Continuous batching (decode/beam_search.h's BeamSearch::add between steps): sentences that join a search
+// already running, at different steps and with sources of different lengths, must get the translations they
+// get when each is searched alone. The reference is beam_search on a batch of one; tokens must be equal and
+// scores equal up to the float rounding that any change of batch brings (the tolerance of the batch test in
+// test_real_models.cpp).
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <random>
+
+#include <torch/torch.h>
+
+#include "decode/beam_search.h"
+#include "decode/ensemble.h"
+#include "models/factory.h"
+#include "models/tiny_config.h"
+#include "toy_model.h"
+
+using namespace parla;
+using namespace parla::decode;
+using parla::decode::testing::make_source;
+
+namespace {
+
+std::vector<std::vector<int64_t>> joining_sentences(int n, int64_t vocab, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::vector<int64_t>> out;
+  for (int i = 0; i < n; ++i) {
+    std::vector<int64_t> s(1 + rng() % 14);
+    for (auto& t : s) t = 4 + static_cast<int64_t>(rng() % (vocab - 4));
+    out.push_back(s);
+  }
+  return out;
+}
+
+struct NamedModel {
+  std::string name;
+  std::shared_ptr<models::Seq2SeqModel> model;
+};
+
+std::shared_ptr<models::Seq2SeqModel> build_for_search(ModelConfig cfg) {
+  cfg.dropout = 0;
+  auto m = models::build_seq2seq(cfg, 40, 40);
+  m->eval();
+  return m;
+}
+
+// Every decoder state kind: the Transformer's attention variants and position kinds, both RNN cells and
+// attentions, and an ensemble of a Transformer and an RNN.
+std::vector<NamedModel> models_under_test() {
+  torch::manual_seed(5);
+  std::vector<NamedModel> out;
+  auto t = parla::testing::tiny_transformer();
+  out.push_back({"transformer", build_for_search(t)});
+  auto pre = t;
+  pre.norm = "pre";
+  pre.positions = "learned";
+  out.push_back({"transformer pre-norm, learned positions", build_for_search(pre)});
+  auto local = t;
+  local.attention = "local";
+  local.local_window = 3;
+  out.push_back({"transformer local attention", build_for_search(local)});
+  auto linear = t;
+  linear.attention = "linear";
+  out.push_back({"transformer linear attention", build_for_search(linear)});
+  auto gru = parla::testing::tiny_rnn();
+  out.push_back({"rnn gru bahdanau", build_for_search(gru)});
+  auto lstm = gru;
+  lstm.rnn_cell = "lstm";
+  lstm.rnn_attention = "luong";
+  out.push_back({"rnn lstm luong", build_for_search(lstm)});
+  out.push_back({"ensemble", std::make_shared<Ensemble>(
+                                 std::vector<std::shared_ptr<models::Seq2SeqModel>>{out[0].model, out[4].model})});
+  return out;
+}
+
+SearchOptions continuous_options(int beam, int n_best) {
+  SearchOptions o;
+  o.beam_size = beam;
+  o.n_best = n_best;
+  o.max_length_factor = 1.5;
+  o.max_length_offset = 3;
+  o.length_penalty = 0.6;
+  return o;
+}
+
+// Runs `sentences` through one BeamSearch: `first` sentences at the start, then after every step 0-3 more
+// (random), so that sentences join at many different steps, sometimes into an emptied search. Returns each
+// sentence's n-best by id; `max_rows` receives the largest batch seen.
+std::map<int64_t, NBestList> run_continuously(models::Seq2SeqModel& model, const std::vector<std::vector<int64_t>>& sentences,
+                                        const SearchOptions& o, size_t first, unsigned seed, int64_t& max_rows,
+                                        int& restarts) {
+  std::mt19937 rng(seed);
+  BeamSearch search(model, o);
+  std::map<int64_t, NBestList> out;
+  size_t next = 0;
+  auto add = [&](size_t count) {
+    count = std::min(count, sentences.size() - next);
+    if (count == 0) return;
+    std::vector<std::vector<int64_t>> group(sentences.begin() + next, sentences.begin() + next + count);
+    std::vector<int64_t> ids;
+    for (size_t i = 0; i < count; ++i) ids.push_back(static_cast<int64_t>(next + i));
+    if (search.size() == 0 && next > 0) ++restarts;
+    search.add(make_source(group), ids);
+    next += count;
+  };
+  add(first);
+  while (search.size() > 0 || next < sentences.size()) {
+    if (search.size() == 0) add(1 + rng() % 3);
+    max_rows = std::max(max_rows, search.rows());
+    for (auto& [id, best] : search.step()) {
+      CHECK(out.count(id) == 0);
+      out[id] = std::move(best);
+    }
+    // Mostly one or two joins per step, sometimes a pause long enough for the search to empty.
+    const unsigned r = rng() % 10;
+    if (r < 6) add(1 + rng() % 3);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("continuous search: sentences joining a running search at any step get their results from a search "
+          "of their own", "[continuous]") {
+  const auto sentences = joining_sentences(60, 40, 21);
+  for (auto& [name, model] : models_under_test()) {
+    for (auto [beam, n_best] : {std::pair{1, 1}, std::pair{3, 2}}) {
+      const auto o = continuous_options(beam, n_best);
+      int64_t max_rows = 0;
+      int restarts = 0;
+      auto got = run_continuously(*model, sentences, o, 4, 7, max_rows, restarts);
+      REQUIRE(got.size() == sentences.size());
+      CHECK(max_rows > 4 * beam);  // the batch really grew while it ran
+      for (size_t i = 0; i < sentences.size(); ++i) {
+        auto alone = beam_search(*model, make_source({sentences[i]}), o)[0];
+        const auto& joined = got[static_cast<int64_t>(i)];
+        INFO(name << ", beam " << beam << ", sentence " << i);
+        REQUIRE(joined.size() == alone.size());
+        for (size_t k = 0; k < alone.size(); ++k) {
+          CHECK(joined[k].tokens == alone[k].tokens);
+          CHECK(joined[k].score == Approx(alone[k].score).epsilon(1e-4));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("continuous search: a search that runs far longer than any sentence renumbers its steps and stays "
+          "correct", "[continuous]") {
+  // 150 sentences joining one or two per step keep one search alive for well over 100 steps, so the
+  // Transformer state renumbers its positions (every 32 steps of its oldest row) several times.
+  torch::manual_seed(8);
+  auto t = parla::testing::tiny_transformer();
+  t.max_positions = 32;  // learned positions: a row's position must restart at 0 whatever the search's step
+  t.positions = "learned";
+  auto model = build_for_search(t);
+  const auto sentences = joining_sentences(150, 40, 33);
+  const auto o = continuous_options(2, 1);
+  BeamSearch search(*model, o);
+  std::map<int64_t, NBestList> got;
+  size_t next = 0;
+  int steps = 0, run = 0, longest_run = 0;  // steps without the search emptying
+  while (next < sentences.size() || search.size() > 0) {
+    if (next < sentences.size()) {
+      const size_t n = std::min<size_t>(1 + steps % 2, sentences.size() - next);
+      std::vector<std::vector<int64_t>> group(sentences.begin() + next, sentences.begin() + next + n);
+      std::vector<int64_t> ids;
+      for (size_t i = 0; i < n; ++i) ids.push_back(static_cast<int64_t>(next + i));
+      search.add(make_source(group), ids);
+      next += n;
+    }
+    for (auto& [id, best] : search.step()) got[id] = std::move(best);
+    ++steps;
+    run = search.size() > 0 ? run + 1 : 0;
+    longest_run = std::max(longest_run, run);
+  }
+  CHECK(longest_run > 96);
+  REQUIRE(got.size() == sentences.size());
+  for (size_t i = 0; i < sentences.size(); i += 3) {
+    auto alone = beam_search(*model, make_source({sentences[i]}), o)[0];
+    INFO("sentence " << i);
+    CHECK(got[static_cast<int64_t>(i)][0].tokens == alone[0].tokens);
+  }
+}
