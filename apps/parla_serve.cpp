@@ -102,9 +102,14 @@ int main(int argc, char** argv) {
         throw std::runtime_error(parla::brief_reason(e));
       }
     };
+    if (config.serve.continuous)
+      backend.open_stream = [t = translator.get()](const parla::serve::SearchSettings& s) {
+        return parla::serve::as_decoding_stream(t->open_stream(s.beam_size, s.n_best));
+      };
     service.start(std::move(backend));
-    spdlog::info("ready: POST http://{}:{}/translate (batches of up to {} sentences, {} ms wait)",
-                 config.serve.host, port, config.serve.batch_size, config.serve.max_wait_ms);
+    spdlog::info("ready: POST http://{}:{}/translate ({} batches of up to {} sentences, {} ms wait)",
+                 config.serve.host, port, config.serve.continuous ? "continuous" : "static",
+                 config.serve.batch_size, config.serve.max_wait_ms);
 
     const int signo = stop_signals.wait();
     spdlog::info("signal {}: stopping; requests in flight have {} s to finish", signo,

@@ -1,6 +1,7 @@
 #include "serve/sentence_batcher.h"
 
 #include <algorithm>
+#include <map>
 #include <set>
 
 #include "serve/server_metrics.h"
@@ -43,6 +44,12 @@ SentenceBatcher::SentenceBatcher(const BatcherLimits& limits, BatchDecoder decod
     : limits_(limits), decoder_(std::move(decoder)), metrics_(metrics) {
   limits_.batch_size = std::max<size_t>(1, limits_.batch_size);
   worker_ = std::thread([this] { run(); });
+}
+
+SentenceBatcher::SentenceBatcher(const BatcherLimits& limits, StreamOpener opener, ServerMetrics* metrics)
+    : limits_(limits), opener_(std::move(opener)), metrics_(metrics) {
+  limits_.batch_size = std::max<size_t>(1, limits_.batch_size);
+  worker_ = std::thread([this] { run_continuous(); });
 }
 
 SentenceBatcher::~SentenceBatcher() { stop(); }
@@ -103,7 +110,7 @@ void SentenceBatcher::stop() {
   fail_waiting("the server is stopping");
 }
 
-bool SentenceBatcher::batch_ready(Clock::time_point now, Clock::time_point& wake) {
+void SentenceBatcher::drop_cancelled() {
   for (auto it = queue_.begin(); it != queue_.end();) {
     if (it->ticket->cancelled()) {
       const size_t left = it->order.size() - it->next;
@@ -115,6 +122,10 @@ bool SentenceBatcher::batch_ready(Clock::time_point now, Clock::time_point& wake
     }
   }
   if (metrics_) metrics_->set_queue(waiting_);
+}
+
+bool SentenceBatcher::batch_ready(Clock::time_point now, Clock::time_point& wake) {
+  drop_cancelled();
   if (queue_.empty()) return false;
   const auto& oldest = queue_.front();
   const auto deadline =
@@ -138,7 +149,7 @@ bool SentenceBatcher::batch_ready(Clock::time_point now, Clock::time_point& wake
 }
 
 std::vector<SentenceBatcher::Item> SentenceBatcher::take_batch(std::vector<std::vector<int>>& sources,
-                                                               SearchSettings& settings) {
+                                                               SearchSettings& settings, size_t capacity) {
   settings = queue_.front().settings;
   std::vector<Entry*> members;  // the requests this batch draws from, in arrival order
   for (auto& e : queue_) {
@@ -149,10 +160,10 @@ std::vector<SentenceBatcher::Item> SentenceBatcher::take_batch(std::vector<std::
   std::vector<Item> items;
   size_t longest = 0;
   // Round-robin: one sentence from each member in turn until the budget is met or nothing fits.
-  for (bool added = true; added && items.size() < limits_.batch_size;) {
+  for (bool added = true; added && items.size() < capacity;) {
     added = false;
     for (Entry* e : members) {
-      if (items.size() == limits_.batch_size) break;
+      if (items.size() == capacity) break;
       if (e->next == e->order.size()) continue;
       const size_t index = e->order[e->next];
       const size_t length = e->sources[index].size() + 1;  // + EOS
@@ -187,7 +198,7 @@ void SentenceBatcher::run() {
     }
     std::vector<std::vector<int>> sources;
     SearchSettings settings;
-    auto items = take_batch(sources, settings);
+    auto items = take_batch(sources, settings, limits_.batch_size);
     lock.unlock();
 
     const auto start = Clock::now();
@@ -215,6 +226,99 @@ void SentenceBatcher::run() {
     if (metrics_) {
       metrics_->batch_decoded(items.size(), requests.size(), seconds);
       if (failure.empty()) metrics_->sentences_translated(items.size(), source_tokens, target_tokens);
+    }
+    lock.lock();
+  }
+}
+
+void SentenceBatcher::run_continuous() {
+  std::unique_ptr<DecodingStream> stream;
+  SearchSettings settings;
+  std::map<int64_t, Item> in_stream;  // sentences being decoded, by stream id
+  std::map<int64_t, size_t> source_tokens;
+  int64_t next_id = 0;
+  // Everything in the stream fails (the decoder threw, or the server stops); the stream is dropped.
+  auto fail_stream = [&](const std::string& why) {
+    for (auto& [id, item] : in_stream) item.ticket->fail(why);
+    in_stream.clear();
+    source_tokens.clear();
+    stream.reset();
+  };
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (true) {
+    if (stopping_) {
+      lock.unlock();
+      fail_stream("the server is stopping");
+      return;
+    }
+    std::vector<std::vector<int>> sources;
+    std::vector<Item> joining;
+    if (in_stream.empty()) {
+      auto wake = Clock::time_point::max();
+      if (!batch_ready(Clock::now(), wake)) {
+        if (wake == Clock::time_point::max()) {
+          wake_.wait(lock);
+        } else {
+          wake_.wait_until(lock, wake);
+        }
+        continue;
+      }
+      joining = take_batch(sources, settings, limits_.batch_size);
+      stream.reset();
+    } else {
+      drop_cancelled();
+      // Join at once while there is room, unless an older request waits for other settings (then drain).
+      if (!queue_.empty() && queue_.front().settings == settings && in_stream.size() < limits_.batch_size) {
+        const size_t room = limits_.batch_size - in_stream.size();
+        size_t ready = 0;
+        for (const auto& e : queue_)
+          if (e.settings == settings) ready += e.order.size() - e.next;
+        if (ready >= std::min(room, std::max<size_t>(1, limits_.join_min))) {
+          SearchSettings same;
+          joining = take_batch(sources, same, room);
+        }
+      }
+    }
+    lock.unlock();
+
+    const auto start = Clock::now();
+    std::vector<std::pair<int64_t, std::vector<Translation>>> finished;
+    size_t rows = 0;
+    std::set<const Ticket*> requests;
+    try {
+      if (!stream) stream = opener_(settings);
+      if (!joining.empty()) {
+        std::vector<int64_t> ids;
+        for (size_t i = 0; i < joining.size(); ++i) {
+          ids.push_back(next_id);
+          source_tokens[next_id] = sources[i].size();
+          in_stream[next_id++] = std::move(joining[i]);
+        }
+        stream->add(sources, ids);
+      }
+      rows = stream->size();
+      for (const auto& [id, item] : in_stream) requests.insert(item.ticket.get());
+      finished = stream->step();
+    } catch (const std::exception& e) {
+      fail_stream(e.what());
+      lock.lock();
+      continue;
+    }
+    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    uint64_t done = 0, src_tokens = 0, tgt_tokens = 0;
+    for (auto& [id, result] : finished) {
+      auto it = in_stream.find(id);
+      if (it == in_stream.end()) continue;
+      ++done;
+      src_tokens += source_tokens[id];
+      if (!result.empty()) tgt_tokens += result[0].tokens;
+      it->second.ticket->deliver(it->second.index, std::move(result));
+      in_stream.erase(it);
+      source_tokens.erase(id);
+    }
+    if (metrics_) {
+      metrics_->batch_decoded(rows, requests.size(), seconds);
+      if (done > 0) metrics_->sentences_translated(done, src_tokens, tgt_tokens);
     }
     lock.lock();
   }

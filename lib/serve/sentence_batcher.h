@@ -19,6 +19,7 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "serve/translate_request.h"
@@ -37,11 +38,42 @@ struct SearchSettings {
 using BatchDecoder = std::function<std::vector<std::vector<Translation>>(const std::vector<std::vector<int>>& sources,
                                                                           const SearchSettings& settings)>;
 
+// Continuous batching (decode::TranslationStream behind it): a running search that sentences join between
+// decoder steps and leave as they finish. Used by the decoding thread only.
+class DecodingStream {
+ public:
+  virtual ~DecodingStream() = default;
+  // Sources as for BatchDecoder; `ids` name them in step()'s results.
+  virtual void add(const std::vector<std::vector<int>>& sources, const std::vector<int64_t>& ids) = 0;
+  // One decoder step: the sentences that finished at it, with their n-best translations.
+  virtual std::vector<std::pair<int64_t, std::vector<Translation>>> step() = 0;
+  // Sentences being decoded.
+  virtual size_t size() const = 0;
+};
+using StreamOpener = std::function<std::unique_ptr<DecodingStream>(const SearchSettings& settings)>;
+
+// Any class with the same three members (decode::TranslationStream) as a DecodingStream.
+template <class Stream>
+std::unique_ptr<DecodingStream> as_decoding_stream(std::unique_ptr<Stream> stream) {
+  struct Adapter : DecodingStream {
+    std::unique_ptr<Stream> s;
+    void add(const std::vector<std::vector<int>>& sources, const std::vector<int64_t>& ids) override {
+      s->add(sources, ids);
+    }
+    std::vector<std::pair<int64_t, std::vector<Translation>>> step() override { return s->step(); }
+    size_t size() const override { return s->size(); }
+  };
+  auto a = std::make_unique<Adapter>();
+  a->s = std::move(stream);
+  return a;
+}
+
 struct BatcherLimits {
   size_t batch_size = 64;     // sentences per batch
   size_t batch_tokens = 0;    // padded source tokens per batch (EOS included); 0 = no token budget
   double max_wait_ms = 5;     // the oldest sentence's wait before a batch that is not full is decoded anyway
   size_t batch_requests = 0;  // requests per batch; 0 = any
+  size_t join_min = 1;        // continuous: sentences that join a running stream together (or all it has room for)
   size_t max_queue = 4096;    // sentences waiting; submit() refuses a request that would exceed it
 };
 
@@ -75,6 +107,12 @@ class SentenceBatcher {
  public:
   // `metrics` may be null. The decoding thread starts at once.
   SentenceBatcher(const BatcherLimits& limits, BatchDecoder decoder, ServerMetrics* metrics = nullptr);
+  // Continuous batching: when nothing is decoding, a batch is formed as above and a stream opened for it;
+  // while it decodes, sentences waiting with the same settings join it at the next step, up to batch_size
+  // sentences in the stream (no wait: a free place is filled at once). When the oldest waiting request has
+  // other settings, nothing joins any more: the stream drains and the next one serves that request.
+  // In the metrics a batch is then one decoder step.
+  SentenceBatcher(const BatcherLimits& limits, StreamOpener opener, ServerMetrics* metrics = nullptr);
   ~SentenceBatcher();
   SentenceBatcher(const SentenceBatcher&) = delete;
   SentenceBatcher& operator=(const SentenceBatcher&) = delete;
@@ -106,13 +144,18 @@ class SentenceBatcher {
   };
 
   void run();
+  void run_continuous();
+  // Under the lock: drops the entries of cancelled tickets.
+  void drop_cancelled();
   // Under the lock: drops cancelled entries; true when a batch should be decoded now, else sets `wake`.
   bool batch_ready(Clock::time_point now, Clock::time_point& wake);
-  // Under the lock: takes the next batch (round-robin over the oldest entry's settings).
-  std::vector<Item> take_batch(std::vector<std::vector<int>>& sources, SearchSettings& settings);
+  // Under the lock: takes the next batch of at most `capacity` sentences (round-robin over the requests with
+  // the oldest entry's settings).
+  std::vector<Item> take_batch(std::vector<std::vector<int>>& sources, SearchSettings& settings, size_t capacity);
 
   BatcherLimits limits_;
   BatchDecoder decoder_;
+  StreamOpener opener_;
   ServerMetrics* metrics_;
   mutable std::mutex mutex_;
   std::condition_variable wake_;

@@ -30,8 +30,10 @@ void TranslationService::start(Backend backend) {
   b.batch_tokens = static_cast<size_t>(serve_.batch_tokens);
   b.max_wait_ms = serve_.max_wait_ms;
   b.batch_requests = static_cast<size_t>(serve_.batch_requests);
+  b.join_min = static_cast<size_t>(serve_.join_min);
   b.max_queue = static_cast<size_t>(serve_.max_queue);
-  auto batcher = std::make_shared<SentenceBatcher>(b, backend.decode, &metrics_);
+  auto batcher = backend.open_stream ? std::make_shared<SentenceBatcher>(b, backend.open_stream, &metrics_)
+                                     : std::make_shared<SentenceBatcher>(b, backend.decode, &metrics_);
   std::lock_guard<std::mutex> lock(mutex_);
   backend_ = std::move(backend);
   batcher_ = std::move(batcher);

@@ -32,6 +32,8 @@ struct Reply {
 struct Backend {
   std::function<std::vector<int>(const std::string& line)> encode;
   BatchDecoder decode;
+  // Continuous batching (serve.continuous) when set; `decode` is then unused.
+  StreamOpener open_stream;
 };
 
 class TranslationService {

@@ -144,9 +144,14 @@ json post(const Server& s, const json& body, int expect_status = 200) {
 
 }  // namespace
 
-TEST_CASE("64 concurrent clients get parla-translate's translations, line by line", "[serve_app]") {
+TEST_CASE("64 concurrent clients get parla-translate's translations, line by line, with static and with "
+          "continuous batching", "[serve_app]") {
   auto& f = fixture();
-  Server s({"-m", f.checkpoint, "-b", "3", "--batch-size", "32", "--max-wait-ms", "20"});
+  const bool continuous = GENERATE(false, true);
+  INFO((continuous ? "continuous" : "static") << " batching");
+  std::vector<std::string> args{"-m", f.checkpoint, "-b", "3", "--batch-size", "32", "--max-wait-ms", "20"};
+  if (continuous) args.push_back("--continuous");
+  Server s(args);
   REQUIRE(s.port > 0);
   std::vector<std::string> got(f.lines.size());
   std::atomic<size_t> next{0};
@@ -207,7 +212,11 @@ TEST_CASE("64 concurrent clients get parla-translate's translations, line by lin
 
 TEST_CASE("n-best and beam size per request equal parla-translate's with the same options", "[serve_app]") {
   auto& f = fixture();
-  Server s({"-m", f.checkpoint});
+  const bool continuous = GENERATE(false, true);
+  INFO((continuous ? "continuous" : "static") << " batching");
+  std::vector<std::string> args{"-m", f.checkpoint};
+  if (continuous) args.push_back("--continuous");
+  Server s(args);
   std::vector<std::string> few(f.lines.begin(), f.lines.begin() + 4);
   std::string text;
   for (const auto& l : few) text += l + "\n";

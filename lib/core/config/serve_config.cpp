@@ -24,6 +24,16 @@ const config::SectionSchema<ServeConfig>& ServeConfig::schema() {
           "Requests that may share one decoder batch; 0 = any number, 1 = no cross-request batching (each "
           "request's sentences are batched alone).",
           at_least(0)).flag("--batch-requests");
+    s.add("continuous", &ServeConfig::continuous,
+          "Continuous batching: waiting sentences join the batch being decoded at its next step (up to "
+          "serve.batch_size sentences) and finished ones leave it, instead of each batch running until its "
+          "longest sentence ends. Answers are the same either way.")
+        .flag("--continuous");
+    s.add("join_min", &ServeConfig::join_min,
+          "Continuous batching: waiting sentences join a running batch only when at least this many can join "
+          "together (or as many as it has room for): each join runs the encoder and merges the decoder state, "
+          "which costs less per sentence in groups.",
+          at_least(1)).flag("--join-min");
     s.add("max_queue", &ServeConfig::max_queue,
           "Sentences waiting for a batch; a request that would exceed it is refused with 503 and Retry-After.",
           at_least(1)).flag("--max-queue");

@@ -14,6 +14,8 @@ struct ServeConfig {
   int batch_tokens = 0;            // padded source tokens per decoder batch; 0 = by batch_size only
   double max_wait_ms = 5;          // how long the oldest waiting sentence may wait for its batch to fill
   int batch_requests = 0;          // requests that may share one batch; 0 = any (1 = no cross-request batching)
+  bool continuous = false;         // continuous batching: sentences join and leave a running batch between steps
+  int join_min = 1;                // continuous batching: sentences that join a running batch together
   int max_queue = 4096;            // sentences waiting for a batch; beyond it requests get 503 + Retry-After
   int max_request_bytes = 1 << 20; // request body limit (413 beyond)
   int max_sentences = 1024;        // sentences (lines of all texts) per request (413 beyond)
