@@ -1,13 +1,14 @@
 // parla-serve under load: N concurrent clients on loopback, each sending one sentence at a time over a keep-alive
 // connection (the project's own bounded load generator, httplib's client), against
-//   - the same server with batching limited to one request (serve.batch_requests = 1),
+//   - the same server with batching limited to one request (serve.batch_requests = 1, mode "single"),
+//   - the same server with continuous batching (serve.continuous, mode "continuous"; "cross" is static batching),
 //   - offline translation of the same sentences in this process (Translator, batches of 64, model loaded), and
 //   - the decoding time of one sentence alone (model loaded): the floor of a lone client's latency.
 // Prints throughput (sentences/s), p50 / p99 request latency and how many answers differ from the offline
 // translations of the same sentences (byte equality; must be 0), for each N and mode.
 //   bench_serve [model=../shared/models/multi30k-en-de-small/average.pt]
 //               [sentences=../shared/data/multi30k/test_2016_flickr.en] [count=512] [clients=1,16,64]
-//               [modes=cross,single] [extra serve flags...]
+//               [modes=cross,single,continuous] [extra serve flags...]
 // Each run starts parla-serve (build/bin) with --port 0, waits for "ready", runs, and stops it with SIGTERM.
 #include <fcntl.h>
 #include <signal.h>
@@ -157,7 +158,7 @@ int main(int argc, char** argv) {
   size_t count = argc > 3 ? std::stoul(argv[3]) : 512;
   std::vector<int> client_counts;
   for (const auto& c : split(argc > 4 ? argv[4] : "1,16,64", ',')) client_counts.push_back(std::stoi(c));
-  auto modes = split(argc > 5 ? argv[5] : "cross,single", ',');
+  auto modes = split(argc > 5 ? argv[5] : "cross,single,continuous", ',');
   std::vector<std::string> extra;
   for (int i = 6; i < argc; ++i) extra.push_back(argv[i]);
   const std::string bin = std::string(PARLA_BENCH_BIN_DIR) + "/parla-serve";
@@ -202,6 +203,7 @@ int main(int argc, char** argv) {
     for (int clients : client_counts) {
       std::vector<std::string> args = {"-m", model, "--port", "0", "--connection-threads", "128"};
       if (mode == "single") args.insert(args.end(), {"--batch-requests", "1"});
+      if (mode == "continuous") args.push_back("--continuous");
       args.insert(args.end(), extra.begin(), extra.end());
       ServeProcess server(bin, args);
       const size_t n = clients == 1 ? std::min<size_t>(count, 200) : count;

@@ -9,6 +9,7 @@
 #   multi30k    the Multi30k small recipe for $M30K_MINUTES (default 5) minutes in bf16 on the GPU, test BLEU
 #   bench       bench_train (tiny, base; fp32 and bf16) and translation speed with the shared Multi30k model
 #   decode      the shared Multi30k model on CPU and GPU (fp32, TF32 off): identical lines, score gaps
+#   serve       continuous against static batching on the GPU (bench_continuous; issue 16's open measurement)
 # Machines without apt (the project's GPU machine): Debian packages fetched on the CPU machine with
 # ../shared/device/fetch-debs.sh .device/debs are unpacked under /opt/deps; small shared data travels in
 # .device/shared (tools/gpu-prepare.sh makes both). Results go to DIR (default out/gpu-check): one log per phase.
@@ -17,7 +18,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 OUT_DIR="$ROOT/out/gpu-check"
 if [ "${1:-}" = "--out" ]; then OUT_DIR=$2; shift 2; fi
-[ $# -gt 0 ] || { sed -n '2,16p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
 mkdir -p "$OUT_DIR"
 BUILD=${GPU_BUILD_DIR:-$ROOT/build-gpu}
 SHARED=$ROOT/.device/shared
@@ -131,10 +132,15 @@ for i in diff:
 EOF
 }
 
+phase_serve() {
+  local M="$SHARED/models/multi30k-en-de-small" D="$SHARED/data/multi30k"
+  "$BUILD/bench/bench_continuous" "$M/average.pt" "$D/test_2016_flickr.en" 1000 16,64,256 5 1,8 cuda
+}
+
 status=0
 for phase in "$@"; do
   case "$phase" in
-    build|test|quickstart|multi30k|bench|decode) ;;
+    build|test|quickstart|multi30k|bench|decode|serve) ;;
     *) echo "gpu-check: unknown phase '$phase'" >&2; exit 2 ;;
   esac
   log "=== $phase ==="
