@@ -14,6 +14,7 @@
 #include "decode/ensemble.h"
 #include "models/factory.h"
 #include "models/tiny_config.h"
+#include "support/cuda.h"
 #include "toy_model.h"
 
 using namespace parla;
@@ -89,7 +90,7 @@ SearchOptions continuous_options(int beam, int n_best) {
 // sentence's n-best by id; `max_rows` receives the largest batch seen.
 std::map<int64_t, NBestList> run_continuously(models::Seq2SeqModel& model, const std::vector<std::vector<int64_t>>& sentences,
                                         const SearchOptions& o, size_t first, unsigned seed, int64_t& max_rows,
-                                        int& restarts) {
+                                        int& restarts, const torch::Device& device = torch::kCPU) {
   std::mt19937 rng(seed);
   BeamSearch search(model, o);
   std::map<int64_t, NBestList> out;
@@ -101,7 +102,7 @@ std::map<int64_t, NBestList> run_continuously(models::Seq2SeqModel& model, const
     std::vector<int64_t> ids;
     for (size_t i = 0; i < count; ++i) ids.push_back(static_cast<int64_t>(next + i));
     if (search.size() == 0 && next > 0) ++restarts;
-    search.add(make_source(group), ids);
+    search.add(make_source(group).to(device), ids);
     next += count;
   };
   add(first);
@@ -181,5 +182,29 @@ TEST_CASE("continuous search: a search that runs far longer than any sentence re
     auto alone = beam_search(*model, make_source({sentences[i]}), o)[0];
     INFO("sentence " << i);
     CHECK(got[static_cast<int64_t>(i)][0].tokens == alone[0].tokens);
+  }
+}
+
+TEST_CASE("continuous search on a GPU: joining sentences get the results of a search of their own there",
+          "[continuous][cuda]") {
+  PARLA_REQUIRE_CUDA();
+  // Same device on both sides (the CPU/GPU comparison is test_real_models' business): the masked attention
+  // path, the row starts on the device and the renumbering's device-to-host read.
+  const torch::Device gpu(torch::kCUDA, 0);
+  const auto sentences = joining_sentences(40, 40, 23);
+  for (auto& [name, model] : models_under_test()) {
+    model->to(gpu);
+    const auto o = continuous_options(3, 2);
+    int64_t max_rows = 0;
+    int restarts = 0;
+    auto got = run_continuously(*model, sentences, o, 4, 9, max_rows, restarts, gpu);
+    REQUIRE(got.size() == sentences.size());
+    for (size_t i = 0; i < sentences.size(); ++i) {
+      auto alone = beam_search(*model, make_source({sentences[i]}).to(gpu), o)[0];
+      INFO(name << ", sentence " << i);
+      REQUIRE(got[static_cast<int64_t>(i)].size() == alone.size());
+      CHECK(got[static_cast<int64_t>(i)][0].tokens == alone[0].tokens);
+      CHECK(got[static_cast<int64_t>(i)][0].score == Approx(alone[0].score).epsilon(1e-4));
+    }
   }
 }
