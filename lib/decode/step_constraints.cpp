@@ -15,12 +15,14 @@ std::vector<int64_t> source_lengths(const torch::Tensor& src) {
   return out;
 }
 
-void constrain_step(torch::Tensor& logp, int64_t step, const std::vector<int64_t>& max_len, int64_t min_length) {
+namespace {
+
+// forced: rows at their maximum length (EOS forced); short_rows: rows below the minimum (EOS forbidden), or every
+// row when `all_short`.
+void apply_constraints(torch::Tensor& logp, const std::vector<int64_t>& forced, const std::vector<int64_t>& short_rows,
+                       bool all_short) {
   const float ninf = -std::numeric_limits<float>::infinity();
   using torch::indexing::Slice;
-  std::vector<int64_t> forced;
-  for (size_t r = 0; r < max_len.size(); ++r)
-    if (step >= max_len[r]) forced.push_back(static_cast<int64_t>(r));
   torch::Tensor rows, eos;
   if (!forced.empty()) {
     rows = torch::tensor(forced, torch::kLong).to(logp.device());
@@ -28,7 +30,10 @@ void constrain_step(torch::Tensor& logp, int64_t step, const std::vector<int64_t
   }
   logp.index_put_({Slice(), models::kPadId}, ninf);
   logp.index_put_({Slice(), models::kBosId}, ninf);
-  if (step < min_length) logp.index_put_({Slice(), models::kEosId}, ninf);
+  if (all_short)
+    logp.index_put_({Slice(), models::kEosId}, ninf);
+  else if (!short_rows.empty())
+    logp.index_put_({torch::tensor(short_rows, torch::kLong).to(logp.device()), models::kEosId}, ninf);
   if (!forced.empty()) {
     // The maximum length wins over the minimum. EOS keeps its log-probability so that a forced ending is
     // scored honestly (0 if the model gave it none, so the hypothesis still exists).
@@ -38,29 +43,23 @@ void constrain_step(torch::Tensor& logp, int64_t step, const std::vector<int64_t
   }
 }
 
+}  // namespace
+
+void constrain_step(torch::Tensor& logp, int64_t step, const std::vector<int64_t>& max_len, int64_t min_length) {
+  std::vector<int64_t> forced;
+  for (size_t r = 0; r < max_len.size(); ++r)
+    if (step >= max_len[r]) forced.push_back(static_cast<int64_t>(r));
+  apply_constraints(logp, forced, {}, step < min_length);
+}
+
 void constrain_step(torch::Tensor& logp, const std::vector<int64_t>& steps, const std::vector<int64_t>& max_len,
                     int64_t min_length) {
-  const float ninf = -std::numeric_limits<float>::infinity();
-  using torch::indexing::Slice;
   std::vector<int64_t> forced, short_rows;
   for (size_t r = 0; r < max_len.size(); ++r) {
     if (steps[r] >= max_len[r]) forced.push_back(static_cast<int64_t>(r));
     if (steps[r] < min_length) short_rows.push_back(static_cast<int64_t>(r));
   }
-  torch::Tensor rows, eos;
-  if (!forced.empty()) {
-    rows = torch::tensor(forced, torch::kLong).to(logp.device());
-    eos = logp.select(1, models::kEosId).index_select(0, rows).clone();
-  }
-  logp.index_put_({Slice(), models::kPadId}, ninf);
-  logp.index_put_({Slice(), models::kBosId}, ninf);
-  if (!short_rows.empty())
-    logp.index_put_({torch::tensor(short_rows, torch::kLong).to(logp.device()), models::kEosId}, ninf);
-  if (!forced.empty()) {  // as above: the maximum length wins, EOS keeps its (finite) log-probability
-    logp.index_fill_(0, rows, ninf);
-    eos = torch::where(torch::isfinite(eos), eos, torch::zeros_like(eos));
-    logp.index_put_({rows, torch::full_like(rows, models::kEosId)}, eos);
-  }
+  apply_constraints(logp, forced, short_rows, false);
 }
 
 std::vector<float> attention_row(const torch::Tensor& attention, int64_t r, int64_t width) {

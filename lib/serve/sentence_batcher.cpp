@@ -183,19 +183,22 @@ std::vector<SentenceBatcher::Item> SentenceBatcher::take_batch(std::vector<std::
   return items;
 }
 
+bool SentenceBatcher::wait_for_batch(std::unique_lock<std::mutex>& lock) {
+  auto wake = Clock::time_point::max();
+  if (batch_ready(Clock::now(), wake)) return true;
+  if (wake == Clock::time_point::max()) {
+    wake_.wait(lock);
+  } else {
+    wake_.wait_until(lock, wake);
+  }
+  return false;
+}
+
 void SentenceBatcher::run() {
   std::unique_lock<std::mutex> lock(mutex_);
   while (true) {
     if (stopping_) return;
-    auto wake = Clock::time_point::max();
-    if (!batch_ready(Clock::now(), wake)) {
-      if (wake == Clock::time_point::max()) {
-        wake_.wait(lock);
-      } else {
-        wake_.wait_until(lock, wake);
-      }
-      continue;
-    }
+    if (!wait_for_batch(lock)) continue;
     std::vector<std::vector<int>> sources;
     SearchSettings settings;
     auto items = take_batch(sources, settings, limits_.batch_size);
@@ -254,15 +257,7 @@ void SentenceBatcher::run_continuous() {
     std::vector<std::vector<int>> sources;
     std::vector<Item> joining;
     if (in_stream.empty()) {
-      auto wake = Clock::time_point::max();
-      if (!batch_ready(Clock::now(), wake)) {
-        if (wake == Clock::time_point::max()) {
-          wake_.wait(lock);
-        } else {
-          wake_.wait_until(lock, wake);
-        }
-        continue;
-      }
+      if (!wait_for_batch(lock)) continue;
       joining = take_batch(sources, settings, limits_.batch_size);
       stream.reset();
     } else {

@@ -149,6 +149,9 @@ class SentenceBatcher {
   void drop_cancelled();
   // Under the lock: drops cancelled entries; true when a batch should be decoded now, else sets `wake`.
   bool batch_ready(Clock::time_point now, Clock::time_point& wake);
+  // Under the lock: true when a batch should be decoded now; otherwise waits (releasing the lock) until the
+  // oldest sentence's deadline or a wake-up, and returns false so that the caller checks again.
+  bool wait_for_batch(std::unique_lock<std::mutex>& lock);
   // Under the lock: takes the next batch of at most `capacity` sentences (round-robin over the requests with
   // the oldest entry's settings).
   std::vector<Item> take_batch(std::vector<std::vector<int>>& sources, SearchSettings& settings, size_t capacity);

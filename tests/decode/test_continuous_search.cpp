@@ -6,7 +6,6 @@
 #include <catch2/catch.hpp>
 
 #include <map>
-#include <random>
 
 #include <torch/torch.h>
 
@@ -20,19 +19,9 @@
 using namespace parla;
 using namespace parla::decode;
 using parla::decode::testing::make_source;
+using parla::decode::testing::random_sources;
 
 namespace {
-
-std::vector<std::vector<int64_t>> joining_sentences(int n, int64_t vocab, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::vector<int64_t>> out;
-  for (int i = 0; i < n; ++i) {
-    std::vector<int64_t> s(1 + rng() % 14);
-    for (auto& t : s) t = 4 + static_cast<int64_t>(rng() % (vocab - 4));
-    out.push_back(s);
-  }
-  return out;
-}
 
 struct NamedModel {
   std::string name;
@@ -124,7 +113,7 @@ std::map<int64_t, NBestList> run_continuously(models::Seq2SeqModel& model, const
 
 TEST_CASE("continuous search: sentences joining a running search at any step get their results from a search "
           "of their own", "[continuous]") {
-  const auto sentences = joining_sentences(60, 40, 21);
+  const auto sentences = random_sources(60, 40, 21, 14);
   for (auto& [name, model] : models_under_test()) {
     for (auto [beam, n_best] : {std::pair{1, 1}, std::pair{3, 2}}) {
       const auto o = continuous_options(beam, n_best);
@@ -156,7 +145,7 @@ TEST_CASE("continuous search: a search that runs far longer than any sentence re
   t.max_positions = 32;  // learned positions: a row's position must restart at 0 whatever the search's step
   t.positions = "learned";
   auto model = build_for_search(t);
-  const auto sentences = joining_sentences(150, 40, 33);
+  const auto sentences = random_sources(150, 40, 33, 14);
   const auto o = continuous_options(2, 1);
   BeamSearch search(*model, o);
   std::map<int64_t, NBestList> got;
@@ -191,7 +180,7 @@ TEST_CASE("continuous search on a GPU: joining sentences get the results of a se
   // Same device on both sides (the CPU/GPU comparison is test_real_models' business): the masked attention
   // path, the row starts on the device and the renumbering's device-to-host read.
   const torch::Device gpu(torch::kCUDA, 0);
-  const auto sentences = joining_sentences(40, 40, 23);
+  const auto sentences = random_sources(40, 40, 23, 14);
   for (auto& [name, model] : models_under_test()) {
     model->to(gpu);
     const auto o = continuous_options(3, 2);

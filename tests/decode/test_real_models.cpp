@@ -19,19 +19,9 @@
 using namespace parla;
 using namespace parla::decode;
 using parla::decode::testing::make_source;
+using parla::decode::testing::random_sources;
 
 namespace {
-
-std::vector<std::vector<int64_t>> random_sources(int n, int64_t vocab, unsigned seed) {
-  std::mt19937 rng(seed);
-  std::vector<std::vector<int64_t>> out;
-  for (int i = 0; i < n; ++i) {
-    std::vector<int64_t> s(1 + rng() % 12);
-    for (auto& t : s) t = 4 + static_cast<int64_t>(rng() % (vocab - 4));
-    out.push_back(s);
-  }
-  return out;
-}
 
 std::vector<std::shared_ptr<models::Seq2SeqModel>> tiny_models() {
   torch::manual_seed(3);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <random>
 #include <vector>
 
 #include <torch/torch.h>
@@ -145,6 +146,18 @@ inline torch::Tensor make_source(const std::vector<std::vector<int64_t>>& rows) 
     src[i][rows[i].size()] = models::kEosId;
   }
   return src;
+}
+
+// n random sources of 1..max_length real tokens (ids 4..vocab-1), reproducible from `seed`.
+inline std::vector<std::vector<int64_t>> random_sources(int n, int64_t vocab, unsigned seed, int max_length = 12) {
+  std::mt19937 rng(seed);
+  std::vector<std::vector<int64_t>> out;
+  for (int i = 0; i < n; ++i) {
+    std::vector<int64_t> s(1 + rng() % static_cast<unsigned>(max_length));
+    for (auto& t : s) t = 4 + static_cast<int64_t>(rng() % static_cast<unsigned>(vocab - 4));
+    out.push_back(s);
+  }
+  return out;
 }
 
 }  // namespace parla::decode::testing
