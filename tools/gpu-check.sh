@@ -18,7 +18,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 cd "$ROOT"
 OUT_DIR="$ROOT/out/gpu-check"
 if [ "${1:-}" = "--out" ]; then OUT_DIR=$2; shift 2; fi
-[ $# -gt 0 ] || { sed -n '2,17p' "$0" >&2; exit 2; }
+[ $# -gt 0 ] || { awk 'NR > 1 && !/^#/ {exit} NR > 1' "$0" >&2; exit 2; }
 mkdir -p "$OUT_DIR"
 BUILD=${GPU_BUILD_DIR:-$ROOT/build-gpu}
 SHARED=$ROOT/.device/shared
