@@ -183,6 +183,35 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
   return done_sentences;
 }
 
+void BeamSearch::remove(const std::vector<int64_t>& ids) {
+  auto leaving = [&](const Sentence& s) { return std::find(ids.begin(), ids.end(), s.id) != ids.end(); };
+  if (std::none_of(active_.begin(), active_.end(), leaving)) return;
+  torch::NoGradGuard no_grad;
+  std::vector<int64_t> groups, rows;
+  std::vector<Sentence> kept;
+  std::vector<Live> kept_rows;
+  for (int64_t a = 0; a < static_cast<int64_t>(active_.size()); ++a) {
+    if (leaving(active_[a])) continue;
+    groups.push_back(a);
+    for (int64_t k = 0; k < K_; ++k) {
+      rows.push_back(a * K_ + k);
+      kept_rows.push_back(std::move(rows_[a * K_ + k]));
+    }
+    kept.push_back(std::move(active_[a]));
+  }
+  active_ = std::move(kept);
+  rows_ = std::move(kept_rows);
+  if (active_.empty()) {
+    state_.reset();
+    prev_ = torch::Tensor();
+    return;
+  }
+  const auto device = prev_.device();
+  auto row_index = torch::tensor(rows, torch::kLong).to(device);
+  state_->reorder_beams(row_index, torch::tensor(groups, torch::kLong).to(device), K_);
+  prev_ = prev_.index_select(0, row_index);
+}
+
 std::vector<NBestList> beam_search(models::Seq2SeqModel& model, const torch::Tensor& src, const SearchOptions& o) {
   BeamSearch search(model, o);
   const int64_t batch = src.size(0);

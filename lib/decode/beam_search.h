@@ -44,6 +44,9 @@ class BeamSearch {
   // One decoder step for every sentence in the search; returns the sentences that finished at this step with
   // their min(n_best, found) best hypotheses, best first.
   std::vector<std::pair<int64_t, NBestList>> step();
+  // Drops the sentences named by `ids` from the search (their client left), between steps; unknown ids are
+  // ignored. The others' results do not change.
+  void remove(const std::vector<int64_t>& ids);
   // Sentences being searched.
   size_t size() const { return active_.size(); }
   // Decoder rows (sentences x beam) of the next step.

@@ -31,6 +31,8 @@ class TranslationStream {
   void add(const std::vector<std::vector<int>>& sources, const std::vector<int64_t>& ids);
   // One decoder step; the sentences that finished at it, each with its n-best translations, best first.
   std::vector<std::pair<int64_t, std::vector<Translation>>> step();
+  // Drops sentences (their client left) between steps.
+  void remove(const std::vector<int64_t>& ids) { search_.remove(ids); }
   // Sentences in the search, and decoder rows (sentences x beam).
   size_t size() const { return search_.size(); }
   int64_t rows() const { return search_.rows(); }

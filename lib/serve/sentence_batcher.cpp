@@ -256,12 +256,15 @@ void SentenceBatcher::run_continuous() {
     }
     std::vector<std::vector<int>> sources;
     std::vector<Item> joining;
+    std::vector<int64_t> leaving;  // sentences of cancelled requests
     if (in_stream.empty()) {
       if (!wait_for_batch(lock)) continue;
       joining = take_batch(sources, settings, limits_.batch_size);
       stream.reset();
     } else {
       drop_cancelled();
+      for (const auto& [id, item] : in_stream)
+        if (item.ticket->cancelled()) leaving.push_back(id);
       // Join at once while there is room, unless an older request waits for other settings (then drain).
       if (!queue_.empty() && queue_.front().settings == settings && in_stream.size() < limits_.batch_size) {
         const size_t room = limits_.batch_size - in_stream.size();
@@ -280,8 +283,16 @@ void SentenceBatcher::run_continuous() {
     std::vector<std::pair<int64_t, std::vector<Translation>>> finished;
     size_t rows = 0;
     std::set<const Ticket*> requests;
+    if (!leaving.empty()) {
+      for (int64_t id : leaving) {
+        in_stream.erase(id);
+        source_tokens.erase(id);
+      }
+      if (metrics_) metrics_->sentences_dropped(leaving.size());
+    }
     try {
       if (!stream) stream = opener_(settings);
+      if (!leaving.empty()) stream->remove(leaving);
       if (!joining.empty()) {
         std::vector<int64_t> ids;
         for (size_t i = 0; i < joining.size(); ++i) {

@@ -47,12 +47,14 @@ class DecodingStream {
   virtual void add(const std::vector<std::vector<int>>& sources, const std::vector<int64_t>& ids) = 0;
   // One decoder step: the sentences that finished at it, with their n-best translations.
   virtual std::vector<std::pair<int64_t, std::vector<Translation>>> step() = 0;
+  // Drops sentences from the stream between steps (their request was cancelled).
+  virtual void remove(const std::vector<int64_t>& ids) = 0;
   // Sentences being decoded.
   virtual size_t size() const = 0;
 };
 using StreamOpener = std::function<std::unique_ptr<DecodingStream>(const SearchSettings& settings)>;
 
-// Any class with the same three members (decode::TranslationStream) as a DecodingStream.
+// Any class with the same four members (decode::TranslationStream) as a DecodingStream.
 template <class Stream>
 std::unique_ptr<DecodingStream> as_decoding_stream(std::unique_ptr<Stream> stream) {
   struct Adapter : DecodingStream {
@@ -61,6 +63,7 @@ std::unique_ptr<DecodingStream> as_decoding_stream(std::unique_ptr<Stream> strea
       s->add(sources, ids);
     }
     std::vector<std::pair<int64_t, std::vector<Translation>>> step() override { return s->step(); }
+    void remove(const std::vector<int64_t>& ids) override { s->remove(ids); }
     size_t size() const override { return s->size(); }
   };
   auto a = std::make_unique<Adapter>();
@@ -110,7 +113,8 @@ class SentenceBatcher {
   // Continuous batching: when nothing is decoding, a batch is formed as above and a stream opened for it;
   // while it decodes, sentences waiting with the same settings join it at the next step, up to batch_size
   // sentences in the stream (no wait: a free place is filled at once). When the oldest waiting request has
-  // other settings, nothing joins any more: the stream drains and the next one serves that request.
+  // other settings, nothing joins any more: the stream drains and the next one serves that request. The
+  // sentences of a cancelled request leave the stream at the next step.
   // In the metrics a batch is then one decoder step.
   SentenceBatcher(const BatcherLimits& limits, StreamOpener opener, ServerMetrics* metrics = nullptr);
   ~SentenceBatcher();

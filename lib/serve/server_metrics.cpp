@@ -92,7 +92,8 @@ std::string ServerMetrics::render() const {
   header(out, "parla_target_tokens_total", "counter", "Target pieces of the best translations (EOS not counted).");
   out << "parla_target_tokens_total " << target_tokens_.load() << '\n';
   header(out, "parla_dropped_sentences_total", "counter",
-         "Sentences dropped before decoding because their client disconnected.");
+         "Sentences dropped because their client disconnected (before decoding; with continuous batching also "
+         "during it).");
   out << "parla_dropped_sentences_total " << dropped_.load() << '\n';
   header(out, "parla_batches_total", "counter", "Decoder batches run.");
   out << "parla_batches_total " << batches_.load() << '\n';

@@ -6,6 +6,7 @@
 #include <catch2/catch.hpp>
 
 #include <map>
+#include <set>
 
 #include <torch/torch.h>
 
@@ -194,6 +195,47 @@ TEST_CASE("continuous search on a GPU: joining sentences get the results of a se
       REQUIRE(got[static_cast<int64_t>(i)].size() == alone.size());
       CHECK(got[static_cast<int64_t>(i)][0].tokens == alone[0].tokens);
       CHECK(got[static_cast<int64_t>(i)][0].score == Approx(alone[0].score).epsilon(1e-4));
+    }
+  }
+}
+
+TEST_CASE("continuous search: sentences removed from a running search never come back, and the others' results "
+          "do not change", "[continuous]") {
+  torch::manual_seed(4);
+  auto models = models_under_test();
+  const auto sentences = random_sources(30, 40, 41, 14);
+  for (size_t m : {size_t{0}, size_t{4}}) {  // a Transformer and an RNN
+    auto& [name, model] = models[m];
+    const auto o = continuous_options(3, 1);
+    BeamSearch search(*model, o);
+    std::map<int64_t, NBestList> got;
+    std::set<int64_t> removed;
+    size_t next = 0;
+    for (int step = 0; next < sentences.size() || search.size() > 0; ++step) {
+      if (next < sentences.size() && step % 2 == 0) {
+        const size_t n = std::min<size_t>(3, sentences.size() - next);
+        std::vector<std::vector<int64_t>> group(sentences.begin() + next, sentences.begin() + next + n);
+        std::vector<int64_t> ids;
+        for (size_t i = 0; i < n; ++i) ids.push_back(static_cast<int64_t>(next + i));
+        search.add(make_source(group), ids);
+        next += n;
+      }
+      if (step % 3 == 1) {  // every third step the newest sentence still in the search leaves, plus an unknown id
+        const int64_t victim = static_cast<int64_t>(next) - 1;
+        if (got.count(victim) == 0 && removed.count(victim) == 0) removed.insert(victim);
+        search.remove({victim, 1000});
+      }
+      for (auto& [id, best] : search.step()) {
+        CHECK(removed.count(id) == 0);
+        got[id] = std::move(best);
+      }
+    }
+    CHECK(removed.size() >= 5);
+    CHECK(got.size() + removed.size() == sentences.size());
+    for (const auto& [id, best] : got) {
+      auto alone = beam_search(*model, make_source({sentences[static_cast<size_t>(id)]}), o)[0];
+      INFO(name << ", sentence " << id);
+      CHECK(best[0].tokens == alone[0].tokens);
     }
   }
 }

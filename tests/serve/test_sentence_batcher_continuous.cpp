@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "serve/sentence_batcher.h"
+#include "serve/server_metrics.h"
 
 using namespace parla::serve;
 using namespace std::chrono_literals;
@@ -32,6 +33,7 @@ struct StreamLog {
   std::atomic<int> steps{0};
   std::chrono::milliseconds step_time{1};
   std::atomic<bool> fail_next_step{false};
+  size_t removed = 0;  // sentences removed from streams
 };
 
 class ToyStream : public DecodingStream {
@@ -61,6 +63,10 @@ class ToyStream : public DecodingStream {
       }
     }
     return done;
+  }
+  void remove(const std::vector<int64_t>& ids) override {
+    std::lock_guard<std::mutex> lock(log_.mutex);
+    for (int64_t id : ids) log_.removed += live_.erase(id);
   }
   size_t size() const override { return live_.size(); }
 
@@ -217,4 +223,28 @@ TEST_CASE("continuous batching: with join_min, waiting sentences join a running 
   std::lock_guard<std::mutex> lock(log.mutex);
   CHECK(log.opened.size() == 1);
   CHECK(log.largest == 4);
+}
+
+TEST_CASE("continuous batching: a cancelled request's sentences leave the stream at the next step", "[continuous]") {
+  StreamLog log;
+  BatcherLimits limits;
+  limits.max_wait_ms = 0;
+  ServerMetrics metrics;
+  SentenceBatcher batcher(limits, toy_opener(log), &metrics);
+  std::vector<std::vector<int>> gone{sentence_of(1, 100000), sentence_of(2, 100000)}, stays{sentence_of(3, 20)};
+  auto t_gone = batcher.submit(gone, {5, 1});
+  auto t_stays = batcher.submit(stays, {5, 1});
+  while (log.steps < 2) std::this_thread::sleep_for(1ms);
+  t_gone->cancel();
+  check_answered(t_stays, stays);
+  for (int i = 0; i < 1000; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(log.mutex);
+      if (log.removed == 2) break;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  std::lock_guard<std::mutex> lock(log.mutex);
+  CHECK(log.removed == 2);
+  CHECK_THAT(metrics.render(), Catch::Contains("parla_dropped_sentences_total 2"));
 }
