@@ -1,7 +1,8 @@
 // parla-train: trains a translation model (Transformer or RNN) or a BERT encoder on a parla-preprocess dataset,
 // from the shared JSON config. Its flags are those of the `training` and `runtime` config keys and data.dir
 // (core/schema_flags.h); the work is parla::train::Trainer. `parla-train average` averages checkpoints
-// (fairseq's average_checkpoints.py).
+// (fairseq's average_checkpoints.py); `parla-train quantize` writes an int8 checkpoint for CPU decoding
+// (CTranslate2's int8 conversion).
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "core/config.h"
 #include "core/runtime.h"
 #include "core/schema_flags.h"
+#include "models/int8_quantization.h"
 #include "train/checkpoint_average.h"
 #include "train/trainer.h"
 
@@ -53,7 +55,20 @@ int main(int argc, char** argv) {
   avg->add_option("--last", average_last, "Average the last N checkpoint_<step>.pt of --dir instead");
   avg->add_option("--dir", average_dir, "Directory for --last (a training save_dir)");
 
+  // parla-train quantize -o OUT CKPT
+  std::string quantize_out, quantize_in;
+  auto* quant = cli.add_subcommand("quantize", "Write an int8 copy of a translation checkpoint for CPU decoding "
+                                               "(weights per output channel, about 4x smaller); parla-translate "
+                                               "loads it directly");
+  quant->add_option("-o,--output", quantize_out, "Output checkpoint")->required();
+  quant->add_option("checkpoint", quantize_in, "Float checkpoint to quantize")->required();
+
   return parla::app::run(cli, flags, argc, argv, [&]() -> int {
+    if (quant->parsed()) {
+      parla::models::quantize_checkpoint(quantize_in, quantize_out);
+      spdlog::info("wrote the int8 checkpoint '{}'", quantize_out);
+      return 0;
+    }
     if (avg->parsed()) {
       std::vector<std::string> inputs = average_inputs;
       if (average_last > 0) {

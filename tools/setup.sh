@@ -11,6 +11,7 @@ packages=(
   libgloo-dev                                # torch.distributed's Gloo backend headers
   zlib1g-dev
   libcpp-httplib-dev                         # parla-serve's HTTP/1.1 server
+  libdnnl-dev                                # oneDNN: the int8 products of decoding.precision int8
   clang libclang-rt-14-dev                   # libFuzzer for the bounded fuzz test of parla-translate's input path
   python3
 )

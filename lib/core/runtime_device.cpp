@@ -84,6 +84,13 @@ c10::ScalarType resolve_precision(const std::string& precision, const c10::Devic
                         " has no fp16 autocast); use bf16 or fp32 on a CPU");
     return c10::ScalarType::Half;
   }
+  if (precision == "int8") {
+    if (key != "decoding.precision") throw ConfigError(key + " 'int8' is for decoding only; use fp32, bf16 or fp16");
+    if (!device.is_cpu())
+      throw ConfigError(key + " 'int8' runs on the CPU only, and runtime.device is " + device.str() +
+                        "; use fp16 or bf16 on a GPU");
+    return c10::ScalarType::Float;  // no autocast: the int8 products live in the quantized modules
+  }
   throw ConfigError(key + " '" + precision + "' is not a precision: use fp32, bf16 or fp16");
 }
 

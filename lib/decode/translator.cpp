@@ -20,6 +20,8 @@
 #include "decode/search.h"
 #include "decode/source_batch.h"
 #include "models/checkpoint.h"
+#include "models/int8_quantization.h"
+#include "nn/int8_gemm.h"
 
 namespace parla::decode {
 namespace {
@@ -55,6 +57,7 @@ Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, text::Senten
 Translator Translator::load(const std::vector<std::string>& checkpoints, const DecodingConfig& cfg, uint64_t seed,
                             const c10::Device& device) {
   if (checkpoints.empty()) throw UsageError("no model given: pass a checkpoint with -m/--models");
+  runtime::resolve_precision(cfg.precision, device, "decoding.precision");  // before loading: int8 on a GPU
   std::vector<std::shared_ptr<models::Seq2SeqModel>> members;
   models::ModelMeta first;
   for (size_t i = 0; i < checkpoints.size(); ++i) {
@@ -68,8 +71,14 @@ Translator Translator::load(const std::vector<std::string>& checkpoints, const D
       throw DataError("checkpoint " + path + " uses different SentencePiece models than " + checkpoints[0] +
                       ": ensemble members must share their vocabularies");
     }
-    spdlog::info("loaded {} ({} model)", path, loaded.meta.config.value("model", nlohmann::json::object())
-                                                   .value("type", std::string("?")));
+    if (!loaded.meta.int8.empty() && cfg.precision != "int8" && cfg.precision != "fp32")
+      throw ConfigError("decoding.precision '" + cfg.precision + "': " + path +
+                        " is an int8 checkpoint; it decodes with int8 (or fp32, which means the same for it)");
+    if (cfg.precision == "int8" && loaded.meta.int8.empty()) models::quantize_int8(*loaded.model);
+    const bool int8 = cfg.precision == "int8" || !loaded.meta.int8.empty();
+    spdlog::info("loaded {} ({} model{})", path,
+                 loaded.meta.config.value("model", nlohmann::json::object()).value("type", std::string("?")),
+                 int8 ? ", int8 on " + nn::int8::activation_code().isa : std::string());
     members.push_back(std::move(loaded.model));
   }
   std::shared_ptr<models::Seq2SeqModel> model;

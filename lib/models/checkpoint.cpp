@@ -1,5 +1,6 @@
 #include "models/checkpoint.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <deque>
 #include <cstring>
@@ -14,6 +15,7 @@
 #include "core/error.h"
 #include "models/bert.h"
 #include "models/factory.h"
+#include "models/int8_quantization.h"
 
 namespace parla::models {
 
@@ -53,6 +55,7 @@ void open_archive(const std::string& path, torch::serialize::InputArchive& archi
     meta.info = j.value("info", nlohmann::json::object());
     meta.src_vocab_size = j.value("src_vocab_size", int64_t{0});
     meta.tgt_vocab_size = j.value("tgt_vocab_size", int64_t{0});
+    meta.int8 = j.value("int8", std::vector<std::string>{});
   } catch (const nlohmann::json::exception& e) {
     throw DataError(path + ": corrupt checkpoint metadata (" + e.what() + ")");
   }
@@ -76,7 +79,9 @@ bool read_nested(torch::serialize::InputArchive& root, const std::string& dotted
   }
 }
 
-void load_module(const std::string& path, torch::serialize::InputArchive& archive, torch::nn::Module& model) {
+// `skip`: weights that an int8 archive holds instead (their "model" entry is a placeholder).
+void load_module(const std::string& path, torch::serialize::InputArchive& archive, torch::nn::Module& model,
+                 const std::vector<std::string>& skip = {}) {
   torch::serialize::InputArchive weights;
   if (!archive.try_read("model", weights)) throw DataError(path + ": checkpoint has no model weights");
   torch::NoGradGuard no_grad;
@@ -94,11 +99,33 @@ void load_module(const std::string& path, torch::serialize::InputArchive& archiv
                       c10::str(value.sizes()) + ", the model expects " + c10::str(target.sizes()));
     target.copy_(value);
   };
-  for (auto& p : model.named_parameters(true)) load(p.key(), p.value(), false);
+  for (auto& p : model.named_parameters(true))
+    if (std::find(skip.begin(), skip.end(), p.key()) == skip.end()) load(p.key(), p.value(), false);
   for (auto& b : model.named_buffers(true)) load(b.key(), b.value(), true);
 }
 
+void load_int8(const std::string& path, torch::serialize::InputArchive& archive, Seq2SeqModel& model,
+               const std::vector<std::string>& names) {
+  torch::serialize::InputArchive int8;
+  if (!archive.try_read("int8", int8)) throw DataError(path + ": int8 checkpoint without its int8 weights");
+  for (size_t i = 0; i < names.size(); ++i) {
+    torch::Tensor values, scales;
+    if (!int8.try_read("values_" + std::to_string(i), values) || !int8.try_read("scales_" + std::to_string(i), scales))
+      throw DataError(path + ": int8 checkpoint lacks the weights of '" + names[i] + "'");
+    if (values.scalar_type() != torch::kChar || scales.scalar_type() != torch::kFloat ||
+        !use_int8_weight(model, names[i], nn::Int8Matrix::from(values, scales)))
+      throw DataError(path + ": checkpoint does not match the model: int8 weight '" + names[i] + "' has shape " +
+                      c10::str(values.sizes()) + " (" + std::string(c10::toString(values.scalar_type())) + ")");
+  }
+}
+
 }  // namespace
+
+void require_float_checkpoint(const ModelMeta& meta, const std::string& path, const std::string& use) {
+  if (!meta.int8.empty())
+    throw DataError(path + ": is an int8 checkpoint (parla-train quantize), which only translates; " + use +
+                    " needs the float checkpoint it was quantized from");
+}
 
 void save_checkpoint(const std::string& path, torch::nn::Module& model, const ModelMeta& meta,
                      const std::function<void(torch::serialize::OutputArchive&)>& extra) {
@@ -114,6 +141,13 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, const Mo
   }
   j["src_vocab_size"] = src_vocab;
   j["tgt_vocab_size"] = tgt_vocab;
+  std::vector<std::pair<std::string, const nn::Int8Matrix*>> int8;
+  if (auto* s = dynamic_cast<Seq2SeqModel*>(&model)) int8 = int8_weights(*s);
+  if (!int8.empty()) {
+    std::vector<std::string> names;
+    for (const auto& w : int8) names.push_back(w.first);
+    j["int8"] = names;
+  }
 
   torch::serialize::OutputArchive archive;
   archive.write("parla_format", c10::IValue(kCheckpointFormat));
@@ -123,6 +157,14 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, const Mo
   torch::serialize::OutputArchive weights;
   model.save(weights);
   archive.write("model", weights);
+  if (!int8.empty()) {
+    torch::serialize::OutputArchive q;
+    for (size_t i = 0; i < int8.size(); ++i) {
+      q.write("values_" + std::to_string(i), int8[i].second->values);
+      q.write("scales_" + std::to_string(i), int8[i].second->scales);
+    }
+    archive.write("int8", q);
+  }
   if (extra) extra(archive);
 
   // Same folder, so the rename is atomic and never leaves a half-written checkpoint under `path`.
@@ -152,6 +194,7 @@ void load_weights(const std::string& path, torch::nn::Module& model,
   ModelMeta meta;
   const auto params = model.parameters(true);
   open_archive(path, archive, meta, params.empty() ? torch::Device(torch::kCPU) : params.front().device());
+  require_float_checkpoint(meta, path, "loading weights into a model for training");
   load_module(path, archive, model);
   if (extra) extra(archive);
 }
@@ -173,8 +216,13 @@ LoadedSeq2Seq load_seq2seq(const std::string& path, const torch::Device& device)
   } catch (const ConfigError& e) {
     throw DataError(path + ": the model config stored in the checkpoint is not usable: " + e.what());
   }
+  if (!out.meta.int8.empty()) {
+    if (!device.is_cpu())
+      throw ConfigError("runtime.device: " + path + " is an int8 checkpoint, which decodes on the CPU only");
+    load_int8(path, archive, *out.model, out.meta.int8);
+  }
   out.model->to(device);  // before loading, so the weights are copied device to device
-  load_module(path, archive, *out.model);
+  load_module(path, archive, *out.model, out.meta.int8);
   out.model->eval();
   return out;
 }

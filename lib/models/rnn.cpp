@@ -80,13 +80,13 @@ RnnModel::RnnModel(const ModelConfig& cfg, int64_t src_vocab, int64_t tgt_vocab)
     dec_gru = register_module("dec_gru", torch::nn::GRU(torch::nn::GRUOptions(dec_in, h).num_layers(layers)
         .batch_first(true).dropout(between_layers)));
   }
-  bridge = register_module("bridge", torch::nn::Linear(2 * h, h));
-  combine = register_module("combine", torch::nn::Linear(torch::nn::LinearOptions(3 * h, h).bias(false)));
+  bridge = register_module("bridge", nn::Linear(2 * h, h));
+  combine = register_module("combine", nn::Linear(torch::nn::LinearOptions(3 * h, h).bias(false)));
   if (bahdanau_)
     score = register_module("score", std::make_shared<nn::AdditiveScoreImpl>(h, 2 * h, h));
   else
     score = register_module("score", std::make_shared<nn::GeneralScoreImpl>(h, 2 * h));
-  if (!cfg.tie_output) output = register_module("output", torch::nn::Linear(torch::nn::LinearOptions(h, tgt_vocab).bias(false)));
+  if (!cfg.tie_output) output = register_module("output", nn::Linear(torch::nn::LinearOptions(h, tgt_vocab).bias(false)));
   for (auto* l : {&bridge, &combine, &output})
     if (*l) torch::nn::init::xavier_uniform_((*l)->weight);
 }
@@ -175,7 +175,7 @@ torch::Tensor RnnModel::forward(const torch::Tensor& src, const torch::Tensor& t
   std::vector<torch::Tensor> outs;
   for (int64_t t = 0; t < tgt_in.size(1); ++t) outs.push_back(decode_step(emb.select(1, t), *state, nullptr));
   auto h = drop(torch::stack(outs, 1));
-  return output ? output(h) : torch::matmul(h, tgt_embed->weight.t());
+  return output ? output(h) : tgt_embed->project(h);
 }
 
 std::unique_ptr<DecoderState> RnnModel::start(const torch::Tensor& src) { return encode(src); }
@@ -183,7 +183,7 @@ std::unique_ptr<DecoderState> RnnModel::start(const torch::Tensor& src) { return
 torch::Tensor RnnModel::step(const torch::Tensor& prev, DecoderState& base_state, torch::Tensor* attention) {
   auto& state = dynamic_cast<RnnState&>(base_state);
   auto h = decode_step(tgt_embed(prev.view({-1})), state, attention);
-  auto logits = output ? output(h) : torch::matmul(h, tgt_embed->weight.t());
+  auto logits = output ? output(h) : tgt_embed->project(h);
   return torch::log_softmax(logits, -1);
 }
 

@@ -15,7 +15,6 @@
 #include <memory>
 
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/nn/modules/rnn.h>
 #include <torch/types.h>
 
@@ -23,6 +22,7 @@
 #include "models/seq2seq.h"
 #include "nn/attention_scores.h"
 #include "nn/embedding.h"
+#include "nn/linear.h"
 
 namespace parla::models {
 
@@ -59,7 +59,7 @@ class RnnModel : public Seq2SeqModel {
   nn::Embedding src_embed{nullptr}, tgt_embed{nullptr};
   torch::nn::GRU enc_gru{nullptr}, dec_gru{nullptr};
   torch::nn::LSTM enc_lstm{nullptr}, dec_lstm{nullptr};
-  torch::nn::Linear bridge{nullptr}, combine{nullptr}, output{nullptr};
+  nn::Linear bridge{nullptr}, combine{nullptr}, output{nullptr};
   std::shared_ptr<nn::AttentionScoreImpl> score;
 
  private:

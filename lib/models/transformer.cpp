@@ -116,7 +116,8 @@ torch::Tensor TransformerModel::encode(const torch::Tensor& src) {
 }
 
 torch::Tensor TransformerModel::output_logits(const torch::Tensor& hidden) {
-  return torch::matmul(hidden, (output_weight.defined() ? output_weight : tgt_embed->weight).t());
+  if (output_int8) return nn::int8_linear(hidden, *output_int8);
+  return output_weight.defined() ? torch::matmul(hidden, output_weight.t()) : tgt_embed->project(hidden);
 }
 
 torch::Tensor TransformerModel::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {

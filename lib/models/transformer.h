@@ -63,6 +63,8 @@ class TransformerModel : public Seq2SeqModel {
   TransformerEncoder encoder{nullptr};
   TransformerDecoder decoder{nullptr};
   torch::Tensor output_weight;  // [V, D]; undefined when tied to tgt_embed
+  // output_weight in int8 (models/int8_quantization.h); null unless quantized, and always when tied.
+  std::shared_ptr<const nn::Int8Matrix> output_int8;
 
  private:
   torch::Tensor embed(nn::Embedding& table, nn::PositionalEncoding& positions, const torch::Tensor& ids,

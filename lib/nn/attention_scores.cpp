@@ -14,7 +14,7 @@ torch::Tensor scaled_dot_scores(const torch::Tensor& q, const torch::Tensor& k) 
 }
 
 GeneralScoreImpl::GeneralScoreImpl(int64_t query_dim, int64_t key_dim) {
-  w = register_module("w", torch::nn::Linear(torch::nn::LinearOptions(key_dim, query_dim).bias(false)));
+  w = register_module("w", Linear(torch::nn::LinearOptions(key_dim, query_dim).bias(false)));
   torch::nn::init::xavier_uniform_(w->weight);
 }
 
@@ -25,9 +25,9 @@ torch::Tensor GeneralScoreImpl::score(const torch::Tensor& queries, const torch:
 }
 
 AdditiveScoreImpl::AdditiveScoreImpl(int64_t query_dim, int64_t key_dim, int64_t attention_dim) {
-  w1 = register_module("w1", torch::nn::Linear(torch::nn::LinearOptions(key_dim, attention_dim).bias(false)));
-  w2 = register_module("w2", torch::nn::Linear(torch::nn::LinearOptions(query_dim, attention_dim)));
-  v = register_module("v", torch::nn::Linear(torch::nn::LinearOptions(attention_dim, 1).bias(false)));
+  w1 = register_module("w1", Linear(torch::nn::LinearOptions(key_dim, attention_dim).bias(false)));
+  w2 = register_module("w2", Linear(torch::nn::LinearOptions(query_dim, attention_dim)));
+  v = register_module("v", Linear(torch::nn::LinearOptions(attention_dim, 1).bias(false)));
   torch::nn::init::xavier_uniform_(w1->weight);
   torch::nn::init::xavier_uniform_(w2->weight);
   torch::nn::init::zeros_(w2->bias);

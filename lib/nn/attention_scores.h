@@ -10,8 +10,9 @@
 #include <string>
 
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/types.h>
+
+#include "nn/linear.h"
 
 namespace parla::nn {
 
@@ -36,7 +37,7 @@ class GeneralScoreImpl : public AttentionScoreImpl {
   GeneralScoreImpl(int64_t query_dim, int64_t key_dim);
   torch::Tensor project_keys(const torch::Tensor& keys) override;
   torch::Tensor score(const torch::Tensor& queries, const torch::Tensor& projected_keys) override;
-  torch::nn::Linear w{nullptr};  // [dq, dk], no bias
+  Linear w{nullptr};  // [dq, dk], no bias
 };
 TORCH_MODULE(GeneralScore);
 
@@ -46,9 +47,9 @@ class AdditiveScoreImpl : public AttentionScoreImpl {
   AdditiveScoreImpl(int64_t query_dim, int64_t key_dim, int64_t attention_dim);
   torch::Tensor project_keys(const torch::Tensor& keys) override;
   torch::Tensor score(const torch::Tensor& queries, const torch::Tensor& projected_keys) override;
-  torch::nn::Linear w1{nullptr};  // keys -> attention_dim, no bias
-  torch::nn::Linear w2{nullptr};  // queries -> attention_dim, with bias
-  torch::nn::Linear v{nullptr};   // attention_dim -> 1, no bias
+  Linear w1{nullptr};  // keys -> attention_dim, no bias
+  Linear w2{nullptr};  // queries -> attention_dim, with bias
+  Linear v{nullptr};   // attention_dim -> 1, no bias
 };
 TORCH_MODULE(AdditiveScore);
 

@@ -22,8 +22,19 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids) {
       throw DataError("token id " + std::to_string(lo < 0 ? lo : hi) + " is outside the vocabulary of " +
                       std::to_string(vocab_size()) + " entries");
   }
-  auto e = torch::embedding(weight, ids);
+  auto e = int8_ ? int8_->dequantized_rows(ids) : torch::embedding(weight, ids);
   return scale_ != 1.0 ? e * scale_ : e;
+}
+
+torch::Tensor EmbeddingImpl::project(const torch::Tensor& h) {
+  return int8_ ? int8_linear(h, *int8_) : torch::matmul(h, weight.t());
+}
+
+void EmbeddingImpl::use_int8(Int8Matrix m) {
+  TORCH_CHECK(m.rows() == weight.size(0) && m.cols() == weight.size(1), "use_int8: shape mismatch");
+  torch::NoGradGuard no_grad;
+  int8_ = std::make_shared<const Int8Matrix>(std::move(m));
+  weight.set_data(released_like(weight));
 }
 
 }  // namespace parla::nn

@@ -5,6 +5,10 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include <memory>
+
+#include "nn/int8_matrix.h"
+
 namespace parla::nn {
 
 class EmbeddingImpl : public torch::nn::Module {
@@ -15,10 +19,18 @@ class EmbeddingImpl : public torch::nn::Module {
   int64_t vocab_size() const { return weight.size(0); }
   int64_t dim() const { return weight.size(1); }
 
+  // h [..., dim] -> [..., vocab_size] = h weight^T: the table as a tied output projection.
+  torch::Tensor project(const torch::Tensor& h);
+
+  // Replaces the float table by `m` (its memory is released; the shape stays). Inference only.
+  void use_int8(Int8Matrix m);
+  const Int8Matrix* int8() const { return int8_.get(); }
+
   torch::Tensor weight;  // [vocab_size, dim]
 
  private:
   double scale_;
+  std::shared_ptr<const Int8Matrix> int8_;
 };
 TORCH_MODULE(Embedding);
 

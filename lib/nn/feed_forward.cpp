@@ -11,8 +11,8 @@ FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t ffn_dim, const std::st
     : gelu_(activation == "gelu"), activation_dropout_(activation_dropout) {
   if (activation != "relu" && activation != "gelu")
     throw ConfigError("key 'model.activation': unknown activation '" + activation + "' (must be one of: relu, gelu)");
-  fc1 = register_module("fc1", torch::nn::Linear(d_model, ffn_dim));
-  fc2 = register_module("fc2", torch::nn::Linear(ffn_dim, d_model));
+  fc1 = register_module("fc1", Linear(d_model, ffn_dim));
+  fc2 = register_module("fc2", Linear(ffn_dim, d_model));
   for (auto* l : {&fc1, &fc2}) {
     torch::nn::init::xavier_uniform_((*l)->weight);
     torch::nn::init::zeros_((*l)->bias);

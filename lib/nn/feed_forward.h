@@ -4,8 +4,9 @@
 #include <string>
 
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/types.h>
+
+#include "nn/linear.h"
 
 namespace parla::nn {
 
@@ -15,7 +16,7 @@ class FeedForwardImpl : public torch::nn::Module {
   FeedForwardImpl(int64_t d_model, int64_t ffn_dim, const std::string& activation, double activation_dropout);
   torch::Tensor forward(const torch::Tensor& x);
 
-  torch::nn::Linear fc1{nullptr}, fc2{nullptr};
+  Linear fc1{nullptr}, fc2{nullptr};
 
  private:
   bool gelu_;

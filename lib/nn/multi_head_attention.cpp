@@ -59,18 +59,18 @@ MultiHeadAttentionImpl::MultiHeadAttentionImpl(const MultiHeadAttentionOptions& 
     }
   };
   if (options.self_attention) {
-    qkv_proj = register_module("qkv_proj", torch::nn::Linear(d, 3 * d));
+    qkv_proj = register_module("qkv_proj", Linear(d, 3 * d));
     xavier_blocks(qkv_proj->weight);
     torch::nn::init::zeros_(qkv_proj->bias);
   } else {
-    q_proj = register_module("q_proj", torch::nn::Linear(d, d));
-    kv_proj = register_module("kv_proj", torch::nn::Linear(d, 2 * d));
+    q_proj = register_module("q_proj", Linear(d, d));
+    kv_proj = register_module("kv_proj", Linear(d, 2 * d));
     xavier_blocks(q_proj->weight);
     xavier_blocks(kv_proj->weight);
     torch::nn::init::zeros_(q_proj->bias);
     torch::nn::init::zeros_(kv_proj->bias);
   }
-  out_proj = register_module("out_proj", torch::nn::Linear(d, d));
+  out_proj = register_module("out_proj", Linear(d, d));
   torch::nn::init::xavier_uniform_(out_proj->weight);
   torch::nn::init::zeros_(out_proj->bias);
 }

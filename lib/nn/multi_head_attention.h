@@ -8,9 +8,9 @@
 #include <string>
 
 #include <torch/nn/module.h>
-#include <torch/nn/modules/linear.h>
 #include <torch/types.h>
 
+#include "nn/linear.h"
 #include "nn/linear_attention.h"
 #include "nn/single_query_attention.h"
 
@@ -67,10 +67,10 @@ class MultiHeadAttentionImpl : public torch::nn::Module {
 
   const MultiHeadAttentionOptions& options() const { return options_; }
 
-  torch::nn::Linear qkv_proj{nullptr};  // self-attention: [3D, D] = rows W^Q; W^K; W^V
-  torch::nn::Linear q_proj{nullptr};    // cross-attention
-  torch::nn::Linear kv_proj{nullptr};   // cross-attention: [2D, D] = rows W^K; W^V
-  torch::nn::Linear out_proj{nullptr};  // W^O
+  Linear qkv_proj{nullptr};  // self-attention: [3D, D] = rows W^Q; W^K; W^V
+  Linear q_proj{nullptr};    // cross-attention
+  Linear kv_proj{nullptr};   // cross-attention: [2D, D] = rows W^K; W^V
+  Linear out_proj{nullptr};  // W^O
 
  private:
   torch::Tensor split_heads(const torch::Tensor& x) const;  // [B, T, D] -> [B, H, T, Dh]

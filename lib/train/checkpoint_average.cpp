@@ -78,7 +78,10 @@ void average_checkpoints(const std::vector<std::string>& paths, const std::strin
 
   std::vector<models::ModelMeta> metas;
   metas.reserve(paths.size());
-  for (const auto& p : paths) metas.push_back(models::read_meta(p));
+  for (const auto& p : paths) {
+    metas.push_back(models::read_meta(p));
+    models::require_float_checkpoint(metas.back(), p, "averaging");
+  }
   for (size_t i = 1; i < paths.size(); ++i) {
     std::string diff = architecture_difference(metas[0].config, metas[i].config);
     if (diff.empty() && (metas[i].src_vocab_size != metas[0].src_vocab_size ||

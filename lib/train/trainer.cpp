@@ -226,6 +226,7 @@ struct Trainer::Impl {
   void resume_from(const std::string& path) {
     if (!fs::exists(path)) throw DataError("cannot resume: checkpoint '" + path + "' does not exist");
     auto meta = models::read_meta(path);
+    models::require_float_checkpoint(meta, path, "--resume");
     auto diffs = model_config_differences(meta.config, config::to_json(cfg));
     if (!diffs.empty()) {
       std::string msg = "cannot resume from '" + path + "': the model config differs:";

@@ -89,6 +89,7 @@ ValidationResult TranslationTask::validate(const torch::Device& device) {
 
 void TranslationTask::init_encoder_from(const std::string& bert_checkpoint) {
   auto meta = models::read_meta(bert_checkpoint);
+  models::require_float_checkpoint(meta, bert_checkpoint, "training.init_encoder_from");
   config::ConfigBuilder b;
   if (!meta.config.contains("model"))
     throw DataError("'" + bert_checkpoint + "' has no model config; is it a parla BERT checkpoint?");

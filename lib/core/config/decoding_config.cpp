@@ -52,8 +52,11 @@ const config::SectionSchema<DecodingConfig>& DecodingConfig::schema() {
         .flag("--top-k");
     s.add("precision", &DecodingConfig::precision,
           "Arithmetic of the decoder: fp32, or bf16 / fp16 autocast (matrix products in 16 bits, softmax and "
-          "scores in fp32). fp16 needs a CUDA device; bf16 runs on CPUs and GPUs with compute capability >= 8.0.",
-          one_of({"fp32", "bf16", "fp16"})).flag("--precision");
+          "scores in fp32), or int8 (CPU only: weights of the linear layers, embeddings and output projection in 8 "
+          "bits per output channel, activations quantized per row at run time; an int8 checkpoint from "
+          "`parla-train quantize` always decodes this way). fp16 needs a CUDA device; bf16 runs on CPUs and GPUs "
+          "with compute capability >= 8.0.",
+          one_of({"fp32", "bf16", "fp16", "int8"})).flag("--precision");
     s.on_finalize([](DecodingConfig& d, const std::set<std::string>&) {
       if (d.n_best > d.beam_size)
         throw ConfigError("key 'decoding.n_best' (" + std::to_string(d.n_best) + ") must not exceed "

@@ -1,0 +1,63 @@
+// The int8 product (nn::int8_linear: quantize the rows, oneDNN's u8 x s8 -> s32 product, scale back) against the
+// fp32 product LibTorch runs (torch::linear over the system BLAS), on the decoder's shapes, in the same process.
+//
+// Shapes: rows m = 5 (one sentence, beam 5) and 320 (64 sentences, beam 5) times the projections of the small
+// Multi30k model (d 256, ffn 1024, vocabulary 8,000) and of a base model (d 512, ffn 2048, vocabulary 32,000).
+// Reports the median time of each product over `iterations` calls after a warm-up, GFLOP/s (2mnk / time; for int8
+// "GOP/s") and the int8 speed-up.
+// Usage: bench_int8_gemm [iterations=50]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "core/runtime.h"
+#include "nn/int8_gemm.h"
+#include "nn/int8_matrix.h"
+
+namespace {
+
+template <class F>
+double median_seconds(int iterations, F&& f) {
+  f();
+  std::vector<double> t;
+  for (int i = 0; i < iterations; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    f();
+    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  parla::runtime::tune_process(argc, argv);
+  const int threads = parla::runtime::apply(parla::RuntimeConfig{});
+  const int iterations = argc > 1 ? std::stoi(argv[1]) : 50;
+  torch::NoGradGuard no_grad;
+  const auto& code = parla::nn::int8::activation_code();
+  std::printf("threads %d, oneDNN isa %s, activations [-%d, %d] + %d\n", threads, code.isa.c_str(), code.levels,
+              code.levels, code.offset);
+  struct Shape { const char* name; int64_t n, k; };
+  const std::vector<Shape> shapes = {{"d256 qkv", 768, 256},   {"d256 ffn1", 1024, 256}, {"d256 ffn2", 256, 1024},
+                                     {"d256 out8k", 8000, 256}, {"d512 qkv", 1536, 512}, {"d512 ffn1", 2048, 512},
+                                     {"d512 ffn2", 512, 2048},  {"d512 out32k", 32000, 512}};
+  std::printf("| shape | m | n | k | fp32 us | fp32 GFLOP/s | int8 us | int8 GOP/s | speed-up |\n|---|---|---|---|---|---|---|---|---|\n");
+  for (int64_t m : {5, 320}) {
+    for (const auto& s : shapes) {
+      auto w = torch::randn({s.n, s.k}) * 0.05, b = torch::randn({s.n}) * 0.1, x = torch::randn({m, s.k});
+      auto q = parla::nn::Int8Matrix::quantize(w);
+      const double t32 = median_seconds(iterations, [&] { torch::linear(x, w, b); });
+      const double t8 = median_seconds(iterations, [&] { parla::nn::int8_linear(x, q, b); });
+      const double ops = 2.0 * m * s.n * s.k;
+      std::printf("| %s | %ld | %ld | %ld | %.1f | %.1f | %.1f | %.1f | %.2fx |\n", s.name, m, s.n, s.k, t32 * 1e6,
+                  ops / t32 / 1e9, t8 * 1e6, ops / t8 / 1e9, t32 / t8);
+    }
+  }
+  return 0;
+}

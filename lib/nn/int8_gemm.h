@@ -1,0 +1,43 @@
+#pragma once
+// The int8 matrix product under dynamic quantization (Jacob et al. 2018; Marian's intgemm and CTranslate2 decode
+// this way): weights quantized once per output channel, activations per row at run time, products summed exactly
+// in int32 and scaled back to float. Free of LibTorch: raw row-major buffers in, the product from oneDNN.
+//
+// Why activations are stored as uint8 with an offset: the x86 int8 instructions multiply unsigned by signed bytes.
+// With VNNI (vpdpbusd) the four products of a lane are summed straight into int32, so activations use the full
+// [-127, 127] range shifted by 128. Without VNNI (AVX2's vpmaddubsw) pairs of products are summed in int16 first,
+// which saturates beyond 32767; activations are then quantized to [-63, 63] shifted by 64, so that a pair is at
+// most 2 * 127 * 127 = 32258 and the int32 sum stays exact. Either way the offset is removed afterwards with the
+// weights' column sums, so the result is exact integer arithmetic: it does not depend on how rows are batched.
+#include <cstdint>
+#include <string>
+
+namespace parla::nn::int8 {
+
+// How activations are quantized on this CPU (the instruction set oneDNN dispatches to, which
+// ONEDNN_MAX_CPU_ISA=AVX2 can lower to measure the AVX2 path on any machine).
+struct ActivationCode {
+  int levels;      // |q| <= levels
+  int offset;      // stored as uint8 q + offset
+  std::string isa; // oneDNN's effective instruction set, e.g. "avx512_core_vnni", "avx2"
+  bool vnni;
+};
+const ActivationCode& activation_code();
+
+// False on CPUs without AVX2, where an int8 product would be slower than fp32 (int8 then runs as fp32 on the
+// dequantized weights).
+bool int8_pays();
+
+// Per row r of x [rows, cols]: scale[r] = max_j |x[r, j]| / levels (1 for an all-zero row), and
+// q[r, j] = round(x[r, j] / scale[r]) + offset.
+void quantize_activations(const float* x, int64_t rows, int64_t cols, const ActivationCode& code, uint8_t* q,
+                          float* scale);
+
+// acc [m, n] = a [m, k] (uint8, row-major) times b [n, k]^T (int8, row-major: one row per output channel).
+void gemm_u8s8s32(int64_t m, int64_t n, int64_t k, const uint8_t* a, const int8_t* b, int32_t* acc);
+
+// y[r, c] = (acc[r, c] - offset * column_sum[c]) * row_scale[r] * column_scale[c] + bias[c] (bias may be null).
+void dequantize(const int32_t* acc, int64_t m, int64_t n, int offset, const int32_t* column_sum,
+                const float* row_scale, const float* column_scale, const float* bias, float* y);
+
+}  // namespace parla::nn::int8

@@ -1,0 +1,65 @@
+#include "nn/int8_matrix.h"
+
+#include <torch/torch.h>
+
+#include "nn/int8_gemm.h"
+
+namespace parla::nn {
+
+Int8Matrix Int8Matrix::from(torch::Tensor values, torch::Tensor scales) {
+  Int8Matrix m;
+  m.values = values.to(torch::kCPU, torch::kChar).contiguous();
+  m.scales = scales.to(torch::kCPU, torch::kFloat).contiguous();
+  m.column_sums = m.values.sum(1, false, torch::kInt).contiguous();
+  if (!int8::int8_pays()) m.fallback = m.dequantized();
+  return m;
+}
+
+Int8Matrix Int8Matrix::quantize(const torch::Tensor& w) {
+  TORCH_CHECK(w.dim() == 2, "Int8Matrix::quantize needs a matrix");
+  torch::NoGradGuard no_grad;
+  auto wf = w.detach().to(torch::kCPU, torch::kFloat);
+  auto max = wf.abs().amax(1);
+  auto scales = torch::where(max > 0, max / 127.0, torch::ones_like(max));
+  auto values = (wf / scales.unsqueeze(1)).round().clamp(-127, 127).to(torch::kChar);
+  return from(values, scales);
+}
+
+torch::Tensor Int8Matrix::dequantized() const { return values.to(torch::kFloat) * scales.unsqueeze(1); }
+
+torch::Tensor Int8Matrix::dequantized_rows(const torch::Tensor& ids) const {
+  auto flat = ids.reshape({-1}).to(torch::kCPU);
+  auto rows = values.index_select(0, flat).to(torch::kFloat) * scales.index_select(0, flat).unsqueeze(1);
+  auto shape = ids.sizes().vec();
+  shape.push_back(cols());
+  return rows.view(shape);
+}
+
+torch::Tensor int8_linear(const torch::Tensor& x, const Int8Matrix& m, const torch::Tensor& bias) {
+  TORCH_CHECK(x.device().is_cpu(), "int8 products run on the CPU");
+  TORCH_CHECK(x.size(-1) == m.cols(), "int8_linear: input has ", x.size(-1), " features, the matrix ", m.cols());
+  if (m.fallback.defined()) return torch::linear(x.to(torch::kFloat), m.fallback, bias);
+  const int64_t k = m.cols(), n = m.rows();
+  auto xf = x.to(torch::kFloat).reshape({-1, k}).contiguous();
+  const int64_t rows = xf.size(0);
+  const auto& code = int8::activation_code();
+  auto q = torch::empty({rows, k}, torch::kByte);
+  auto row_scale = torch::empty({rows}, torch::kFloat);
+  auto acc = torch::empty({rows, n}, torch::kInt);
+  auto y = torch::empty({rows, n}, torch::kFloat);
+  int8::quantize_activations(xf.data_ptr<float>(), rows, k, code, q.data_ptr<uint8_t>(), row_scale.data_ptr<float>());
+  int8::gemm_u8s8s32(rows, n, k, q.data_ptr<uint8_t>(), m.values.data_ptr<int8_t>(), acc.data_ptr<int32_t>());
+  torch::Tensor b = bias.defined() ? bias.to(torch::kFloat).contiguous() : torch::Tensor();
+  int8::dequantize(acc.data_ptr<int32_t>(), rows, n, code.offset, m.column_sums.data_ptr<int32_t>(),
+                   row_scale.data_ptr<float>(), m.scales.data_ptr<float>(), b.defined() ? b.data_ptr<float>() : nullptr,
+                   y.data_ptr<float>());
+  auto shape = x.sizes().vec();
+  shape.back() = n;
+  return y.view(shape);
+}
+
+torch::Tensor released_like(const torch::Tensor& like) {
+  return torch::zeros({1}, like.options()).expand(like.sizes());
+}
+
+}  // namespace parla::nn

@@ -1,0 +1,34 @@
+#pragma once
+// A weight matrix in int8 (symmetric, one scale per output channel) and the product with float activations that
+// are quantized per row at run time (nn/int8_gemm.h). Used by nn::Linear and nn::Embedding once a model is
+// quantized for decoding (decoding.precision = int8); the same matrix serves as input embedding and, tied, as the
+// output projection.
+#include <torch/types.h>
+
+namespace parla::nn {
+
+struct Int8Matrix {
+  torch::Tensor values;       // int8 [n, k], |v| <= 127
+  torch::Tensor scales;       // float [n]: row i of the float matrix is about values[i] * scales[i]
+  torch::Tensor column_sums;  // int32 [n]: sum of values[i] (the activation offset is removed with it)
+  torch::Tensor fallback;     // float [n, k] dequantized, only on CPUs where int8 does not pay (nn/int8_gemm.h)
+
+  // w float [n, k]: scales[i] = max_j |w[i, j]| / 127 (1 for a zero row), values = round(w / scale).
+  static Int8Matrix quantize(const torch::Tensor& w);
+  // From stored values and scales (an int8 checkpoint); DataError-free: shapes are checked by the caller.
+  static Int8Matrix from(torch::Tensor values, torch::Tensor scales);
+
+  int64_t rows() const { return values.size(0); }
+  int64_t cols() const { return values.size(1); }
+  torch::Tensor dequantized() const;                        // float [n, k]
+  torch::Tensor dequantized_rows(const torch::Tensor& ids) const;  // ids int64 [...] -> float [..., k]
+};
+
+// x float [..., k] (CPU) times m^T plus bias (float [n] or undefined) -> float [..., n].
+torch::Tensor int8_linear(const torch::Tensor& x, const Int8Matrix& m, const torch::Tensor& bias = {});
+
+// A float tensor with `like`'s shape that owns no memory (one element, zero strides): what a quantized module keeps
+// in place of its float weight, so that shape and dtype queries still answer while the memory is freed.
+torch::Tensor released_like(const torch::Tensor& like);
+
+}  // namespace parla::nn

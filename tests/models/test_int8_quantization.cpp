@@ -1,0 +1,236 @@
+// int8 quantization of whole models (models/int8_quantization.h) and int8 checkpoints: what is quantized, how close
+// a trained model stays to its float self, round trips, and what refuses int8.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "core/runtime_device.h"
+#include "models/checkpoint.h"
+#include "models/factory.h"
+#include "models/int8_quantization.h"
+#include "models/tiny_config.h"
+#include "support/cuda.h"
+#include "support/temp_dir.h"
+#include "text/sentencepiece_vocab.h"
+
+using namespace parla::models;
+using parla::testing::TempDir;
+
+namespace {
+
+ModelMeta meta_of(const parla::ModelConfig& model_cfg) {
+  parla::Config c;
+  c.model = model_cfg;
+  ModelMeta m;
+  m.config = parla::config::to_json(c);
+  return m;
+}
+
+torch::Tensor log_probs(Seq2SeqModel& model, const torch::Tensor& src, const torch::Tensor& tgt_in) {
+  torch::NoGradGuard g;
+  model.eval();
+  return torch::log_softmax(model.forward(src, tgt_in), -1);
+}
+
+// Names of the float weights int8 decoding is documented to replace: every projection and feed-forward layer,
+// the embedding tables and the output projection; found by name, independently of the module walk.
+std::set<std::string> expected_int8_names(Seq2SeqModel& model) {
+  std::set<std::string> names;
+  auto ends_with = [](const std::string& s, const std::string& e) {
+    return s.size() >= e.size() && s.compare(s.size() - e.size(), e.size(), e) == 0;
+  };
+  for (const auto& p : model.named_parameters()) {
+    const auto& n = p.key();
+    for (const char* e : {"proj.weight", "fc1.weight", "fc2.weight", "embed.weight", "bridge.weight",
+                          "combine.weight", "output.weight", "w1.weight", "w2.weight", "v.weight", "attention.w.weight"})
+      if (ends_with(n, e)) names.insert(n);
+    if (n == "output_weight") names.insert(n);
+  }
+  return names;
+}
+
+std::vector<std::vector<int64_t>> read_ids(const std::string& path, const parla::text::SentencePieceVocab& vocab,
+                                           size_t count) {
+  std::ifstream in(path);
+  std::vector<std::vector<int64_t>> out;
+  std::string line;
+  while (out.size() < count && std::getline(in, line)) {
+    auto ids = vocab.encode(line);
+    out.emplace_back(ids.begin(), ids.end());
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("quantize_int8 replaces every linear layer, embedding table and output projection, and frees their floats",
+          "[int8]") {
+  for (auto cfg : {parla::testing::tiny_transformer(), parla::testing::tiny_rnn()}) {
+    for (bool tie : {true, false}) {
+      for (bool share : {true, false}) {
+        cfg.tie_output = tie;
+        cfg.share_embeddings = share;
+        auto model = build_seq2seq(cfg, 24, 24);
+        const auto expected = expected_int8_names(*model);
+        quantize_int8(*model);
+        std::set<std::string> got;
+        for (const auto& w : int8_weights(*model)) got.insert(w.first);
+        INFO(cfg.type << " tie " << tie << " share " << share);
+        CHECK(got == expected);
+        for (const auto& p : model->named_parameters())
+          if (expected.count(p.key())) CHECK(p.value().stride(0) == 0);  // released: one element, zero strides
+        quantize_int8(*model);  // idempotent
+        CHECK(int8_weights(*model).size() == expected.size());
+      }
+    }
+  }
+}
+
+TEST_CASE("a quantized random model's probabilities stay within 0.02 of its float self's", "[int8]") {
+  torch::manual_seed(5);
+  auto cfg = parla::testing::tiny_transformer();
+  cfg.dropout = 0;
+  auto model = build_seq2seq(cfg, 30, 30);
+  auto src = torch::randint(4, 30, {4, 9}), tgt = torch::randint(4, 30, {4, 7});
+  auto before = log_probs(*model, src, tgt);
+  quantize_int8(*model);
+  auto after = log_probs(*model, src, tgt);
+  CHECK(torch::isfinite(after).all().item<bool>());
+  // Probabilities, not log-probabilities: 8 bits per weight and activation keep them within a few percent.
+  CHECK((after.exp() - before.exp()).abs().max().item<double>() < 0.02);
+}
+
+TEST_CASE("the trained Multi30k model in int8 keeps its log-probabilities of the reference translations", "[int8]") {
+  const std::string dir = std::string(PARLA_SHARED_DIR);
+  auto fp32 = load_seq2seq(dir + "/models/multi30k-en-de-small/average.pt");
+  auto int8 = load_seq2seq(dir + "/models/multi30k-en-de-small/average.pt");
+  quantize_int8(*int8.model);
+  auto src_vocab = parla::text::SentencePieceVocab::from_serialized(fp32.meta.src_spm);
+  auto tgt_vocab = parla::text::SentencePieceVocab::from_serialized(fp32.meta.tgt_spm);
+  auto sources = read_ids(dir + "/data/multi30k/test_2016_flickr.en", src_vocab, 64);
+  auto targets = read_ids(dir + "/data/multi30k/test_2016_flickr.de", tgt_vocab, 64);
+  REQUIRE(sources.size() == 64);
+  double sum_abs = 0, nll32 = 0, nll8 = 0;
+  int64_t tokens = 0, same_argmax = 0;
+  for (size_t i = 0; i < sources.size(); ++i) {
+    auto s = sources[i], t = targets[i];
+    s.push_back(kEosId);
+    std::vector<int64_t> in{kBosId}, out;
+    for (auto id : t) in.push_back(id), out.push_back(id);
+    in.pop_back();
+    out.back() = t.back();
+    in.resize(out.size());
+    auto src = torch::tensor(s).view({1, -1}), tgt_in = torch::tensor(in).view({1, -1});
+    auto a = log_probs(*fp32.model, src, tgt_in)[0], b = log_probs(*int8.model, src, tgt_in)[0];
+    for (size_t j = 0; j < out.size(); ++j) {
+      const double la = a[j][out[j]].item<double>(), lb = b[j][out[j]].item<double>();
+      sum_abs += std::fabs(la - lb);
+      nll32 -= la;
+      nll8 -= lb;
+      same_argmax += a[j].argmax().item<int64_t>() == b[j].argmax().item<int64_t>();
+      ++tokens;
+    }
+  }
+  const double mean_abs = sum_abs / tokens;
+  INFO("tokens " << tokens << " mean |dlogp| " << mean_abs << " ppl fp32 " << std::exp(nll32 / tokens) << " int8 "
+                 << std::exp(nll8 / tokens) << " argmax agreement " << double(same_argmax) / tokens);
+  CHECK(mean_abs < 0.05);                                        // nats per reference token
+  CHECK(std::fabs(nll8 - nll32) / tokens < 0.01);                // perplexity within 1%
+  CHECK(double(same_argmax) / tokens > 0.97);
+}
+
+TEST_CASE("an int8 checkpoint round-trips its int8 weights exactly", "[int8]") {
+  TempDir dir("int8-checkpoint");
+  torch::manual_seed(6);
+  for (bool tie : {true, false}) {
+    auto cfg = parla::testing::tiny_transformer();
+    cfg.d_model = 64;
+    cfg.ffn_dim = 256;
+    cfg.tie_output = tie;
+    auto model = build_seq2seq(cfg, 500, 500);
+    auto float_path = dir.file("float.pt"), int8_path = dir.file("int8.pt");
+    save_checkpoint(float_path, *model, meta_of(cfg));
+    quantize_checkpoint(float_path, int8_path);
+    quantize_int8(*model);
+    auto loaded = load_seq2seq(int8_path);
+    CHECK(!loaded.meta.int8.empty());
+    CHECK(loaded.meta.info["quantized_from"] == float_path);
+    auto a = int8_weights(*model), b = int8_weights(*loaded.model);
+    REQUIRE(a.size() == b.size());
+    for (size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i].first == b[i].first);
+      CHECK(torch::equal(a[i].second->values, b[i].second->values));
+      CHECK(torch::equal(a[i].second->scales, b[i].second->scales));
+    }
+    auto src = torch::randint(4, 500, {3, 8}), tgt = torch::randint(4, 500, {3, 6});
+    CHECK(torch::equal(log_probs(*model, src, tgt), log_probs(*loaded.model, src, tgt)));
+    // An int8 checkpoint cannot be quantized again, trained or averaged (load_weights).
+    auto again = dir.file("again.pt");
+    CHECK_THROWS_AS(quantize_checkpoint(int8_path, again), parla::DataError);
+    CHECK(!std::filesystem::exists(again));
+    auto fresh = build_seq2seq(cfg, 500, 500);
+    try {
+      load_weights(int8_path, *fresh);
+      FAIL("load_weights accepted an int8 checkpoint");
+    } catch (const parla::DataError& e) {
+      CHECK(std::string(e.what()).find(int8_path) != std::string::npos);
+      CHECK(std::string(e.what()).find("int8") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("int8 is a decoding precision for the CPU: on a GPU, or for training, it is a config error naming the key",
+          "[int8]") {
+  using parla::runtime::resolve_precision;
+  CHECK(resolve_precision("int8", torch::Device(torch::kCPU), "decoding.precision") == torch::kFloat);
+  try {
+    resolve_precision("int8", torch::Device(torch::kCUDA, 0), "decoding.precision");
+    FAIL("int8 on cuda:0 accepted");
+  } catch (const parla::ConfigError& e) {
+    CHECK(std::string(e.what()).find("decoding.precision") != std::string::npos);
+    CHECK(std::string(e.what()).find("cuda:0") != std::string::npos);
+  }
+  CHECK_THROWS_AS(resolve_precision("int8", torch::Device(torch::kCPU), "training.precision"), parla::ConfigError);
+  parla::config::ConfigBuilder b;
+  CHECK_THROWS_AS(b.set("training.precision", "int8", "test"), parla::ConfigError);
+  CHECK_NOTHROW(b.set("decoding.precision", "int8", "test"));
+}
+
+TEST_CASE("an int8 checkpoint does not load onto a GPU: a config error naming runtime.device", "[int8][cuda]") {
+  PARLA_REQUIRE_CUDA();
+  TempDir dir("int8-device");
+  auto cfg = parla::testing::tiny_transformer();
+  auto model = build_seq2seq(cfg, 20, 20);
+  quantize_int8(*model);
+  save_checkpoint(dir.file("q.pt"), *model, meta_of(cfg));
+  try {
+    load_seq2seq(dir.file("q.pt"), torch::Device(torch::kCUDA, 0));
+    FAIL("an int8 checkpoint loaded onto cuda:0");
+  } catch (const parla::ConfigError& e) {
+    CHECK(std::string(e.what()).find("runtime.device") != std::string::npos);
+  }
+}
+
+TEST_CASE("the trained Multi30k model's int8 checkpoint is at least 3.5x smaller and decodes like in-memory int8",
+          "[int8]") {
+  TempDir dir("int8-multi30k");
+  const std::string path = std::string(PARLA_SHARED_DIR) + "/models/multi30k-en-de-small/average.pt";
+  quantize_checkpoint(path, dir.file("int8.pt"));
+  const double ratio = double(std::filesystem::file_size(path)) / double(std::filesystem::file_size(dir.file("int8.pt")));
+  INFO("float/int8 size " << ratio);
+  CHECK(ratio >= 3.5);  // the target
+  auto loaded = load_seq2seq(dir.file("int8.pt"));
+  auto in_memory = load_seq2seq(path);
+  quantize_int8(*in_memory.model);
+  auto src = torch::randint(4, 8000, {2, 12}), tgt = torch::randint(4, 8000, {2, 9});
+  CHECK(torch::equal(log_probs(*loaded.model, src, tgt), log_probs(*in_memory.model, src, tgt)));
+}

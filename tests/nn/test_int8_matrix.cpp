@@ -1,0 +1,139 @@
+// int8 products (nn/int8_matrix.h, nn/int8_gemm.h) against references computed here in double precision: the error
+// bound that follows from the two quantization steps, and the exact integer product for extreme values.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstdlib>
+#include <string>
+
+#include <torch/torch.h>
+
+#include "nn/int8_gemm.h"
+#include "nn/int8_matrix.h"
+
+using parla::nn::Int8Matrix;
+using parla::nn::int8_linear;
+
+namespace {
+
+// Round half away from zero, as the quantizers are documented to do.
+double round_away(double v) { return v >= 0 ? std::floor(v + 0.5) : -std::floor(-v + 0.5); }
+
+}  // namespace
+
+TEST_CASE("weights quantize per output channel: scale = max|w| / 127, each value within half a step", "[int8]") {
+  torch::manual_seed(1);
+  auto w = torch::randn({7, 13}) * torch::rand({7, 1}) * 3;
+  w[3].zero_();  // a zero row gets scale 1, values 0
+  auto m = Int8Matrix::quantize(w);
+  REQUIRE(m.values.scalar_type() == torch::kChar);
+  auto wa = w.accessor<float, 2>();
+  auto va = m.values.accessor<int8_t, 2>();
+  for (int64_t i = 0; i < 7; ++i) {
+    double max = 0;
+    for (int64_t j = 0; j < 13; ++j) max = std::max(max, std::fabs(double(wa[i][j])));
+    const double scale = max > 0 ? max / 127 : 1;
+    CHECK(m.scales[i].item<float>() == Approx(scale).epsilon(1e-6));
+    int64_t sum = 0;
+    for (int64_t j = 0; j < 13; ++j) {
+      CHECK(std::abs(int(va[i][j])) <= 127);
+      CHECK(std::fabs(va[i][j] * scale - wa[i][j]) <= scale / 2 * (1 + 1e-5));
+      sum += va[i][j];
+    }
+    CHECK(m.column_sums[i].item<int32_t>() == sum);
+  }
+  CHECK(m.values[3].abs().sum().item<int64_t>() == 0);
+}
+
+TEST_CASE("the int8 product is within the error bound that follows from the weight and activation scales", "[int8]") {
+  const auto& code = parla::nn::int8::activation_code();
+  torch::manual_seed(2);
+  for (auto [rows, n, k] : {std::tuple{1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {64, 200, 256}, {5, 1000, 130}}) {
+    auto x = torch::randn({rows, k}) * 2, w = torch::randn({n, k}) * 0.1, b = torch::randn({n});
+    if (rows > 2) x[1].zero_();  // an all-zero row
+    auto m = Int8Matrix::quantize(w);
+    auto y = int8_linear(x, m, b);
+    REQUIRE(y.sizes() == torch::IntArrayRef({rows, n}));
+    auto xa = x.accessor<float, 2>(), wa = w.accessor<float, 2>(), ya = y.accessor<float, 2>();
+    auto sw = m.scales.accessor<float, 1>();
+    for (int64_t r = 0; r < rows; ++r) {
+      double xmax = 0;
+      for (int64_t j = 0; j < k; ++j) xmax = std::max(xmax, std::fabs(double(xa[r][j])));
+      const double sa = xmax > 0 ? xmax / code.levels : 1;
+      for (int64_t c = 0; c < n; ++c) {
+        // |xw - x'w'| <= sum_j |x_j - x'_j| |w_j| + |x'_j| |w_j - w'_j| with |x - x'| <= sa/2, |w - w'| <= sw/2
+        double exact = b[c].item<float>(), bound = 0;
+        for (int64_t j = 0; j < k; ++j) {
+          exact += double(xa[r][j]) * wa[c][j];
+          bound += sa / 2 * std::fabs(wa[c][j]) + (std::fabs(xa[r][j]) + sa / 2) * sw[c] / 2;
+        }
+        const double err = std::fabs(ya[r][c] - exact);
+        INFO("rows " << rows << " n " << n << " k " << k << " at " << r << "," << c);
+        CHECK(err <= bound * (1 + 1e-4) + 1e-5 * std::fabs(exact));
+      }
+    }
+  }
+}
+
+TEST_CASE("the int8 product sums exactly, with extreme values that would saturate 16-bit pair sums", "[int8]") {
+  const auto& code = parla::nn::int8::activation_code();
+  // Every activation at +-max and every weight at +-127: the integer reference is computed here in 64 bits.
+  for (int64_t k : {4, 64, 1027}) {
+    auto x = torch::ones({6, k}) * 3.5, w = torch::ones({9, k}) * 0.25;
+    for (int64_t j = 0; j < k; j += 3) x.select(1, j).mul_(-1);
+    for (int64_t c = 0; c < 9; c += 2) w[c].mul_(-1);
+    w.select(1, 0).mul_(0.5);  // keeps the scale at 0.25 / 127 while varying the values
+    auto m = Int8Matrix::quantize(w);
+    auto y = int8_linear(x, m);
+    auto va = m.values.accessor<int8_t, 2>();
+    auto xa = x.accessor<float, 2>();
+    for (int64_t r = 0; r < 6; ++r) {
+      const double sa = 3.5 / code.levels;
+      for (int64_t c = 0; c < 9; ++c) {
+        int64_t acc = 0;
+        for (int64_t j = 0; j < k; ++j) acc += int64_t(round_away(xa[r][j] / sa)) * va[c][j];
+        const double ref = double(acc) * sa * m.scales[c].item<float>();
+        INFO("k " << k << " at " << r << "," << c);
+        CHECK(y[r][c].item<float>() == Approx(ref).epsilon(1e-6));
+      }
+    }
+  }
+}
+
+TEST_CASE("each row's int8 product is the same, bit for bit, alone and in a batch of 64", "[int8]") {
+  torch::manual_seed(3);
+  auto x = torch::randn({64, 96}), w = torch::randn({300, 96}), b = torch::randn({300});
+  auto m = Int8Matrix::quantize(w);
+  auto all = int8_linear(x, m, b);
+  for (int64_t r : {0, 1, 31, 63}) CHECK(torch::equal(all[r], int8_linear(x.slice(0, r, r + 1), m, b)[0]));
+  // and through a 3-d input, as the decoder passes [B, T, D]
+  CHECK(torch::equal(int8_linear(x.view({8, 8, 96}), m, b).view({64, 300}), all));
+}
+
+TEST_CASE("dequantized rows are the values times their scales", "[int8]") {
+  torch::manual_seed(4);
+  auto m = Int8Matrix::quantize(torch::randn({10, 6}));
+  auto ids = torch::tensor({{3, 0}, {9, 3}}, torch::kLong);
+  auto rows = m.dequantized_rows(ids);
+  REQUIRE(rows.sizes() == torch::IntArrayRef({2, 2, 6}));
+  for (int64_t j = 0; j < 6; ++j)
+    CHECK(rows[1][0][j].item<float>() == float(m.values[9][j].item<int8_t>()) * m.scales[9].item<float>());
+  CHECK(torch::equal(rows[0][0], rows[1][1]));
+}
+
+TEST_CASE("the activation code follows the instruction set oneDNN runs (ONEDNN_MAX_CPU_ISA lowers it)", "[int8]") {
+  const auto& code = parla::nn::int8::activation_code();
+  const char* forced = std::getenv("ONEDNN_MAX_CPU_ISA");
+  if (forced && std::string(forced) == "AVX2") {
+    CHECK(code.isa == "avx2");
+  }
+  // Without VNNI, pairs of products are summed in 16 bits: 2 * levels_a_shifted * 127 must stay below 32768.
+  if (!code.vnni) {
+    CHECK(code.levels == 63);
+    CHECK(2 * (code.levels + code.offset) * 127 < 32768);
+  } else {
+    CHECK(code.levels == 127);
+  }
+  CHECK(code.offset > code.levels);  // quantized values shift into uint8 without wrapping
+  CHECK(code.offset + code.levels <= 255);
+}
