@@ -11,6 +11,7 @@
 #include "decode/greedy_search.h"
 #include "decode/search.h"
 #include "models/factory.h"
+#include "models/int8_quantization.h"
 #include "models/tiny_config.h"
 #include "decode/sampling.h"
 #include "support/cuda.h"
@@ -188,6 +189,23 @@ TEST_CASE("real models: the tensor-op candidate selection gives the scan's n-bes
       if (i % 8 == 0)
         same(beam_search(*model, make_source({sources[i]}), tensor)[0],
              beam_search(*model, make_source({sources[i]}), scan)[0]);
+    }
+  }
+}
+
+TEST_CASE("real models in int8: a batch of many sentences gives the tokens of one sentence at a time",
+          "[real_models][int8]") {
+  auto sources = random_sources(64, 40, 2);
+  for (auto& model : tiny_models()) {
+    models::quantize_int8(*model);
+    for (int beam : {1, 5}) {
+      auto batched = search(*model, make_source(sources), opts(beam));
+      for (size_t i = 0; i < sources.size(); i += 3) {
+        auto single = search(*model, make_source({sources[i]}), opts(beam));
+        INFO("beam " << beam << " sentence " << i);
+        CHECK(single[0][0].tokens == batched[i][0].tokens);
+        CHECK(single[0][0].score == Approx(batched[i][0].score).epsilon(1e-4));
+      }
     }
   }
 }

@@ -115,6 +115,47 @@ TEST_CASE("parla-translate writes one line per input line and the same text at b
   CHECK(ens.out == b1.out);
 }
 
+TEST_CASE("parla-translate --precision int8 gives the same text at batch 1 and 64, and so does the int8 checkpoint "
+          "parla-train quantize writes", "[translate_app][int8]") {
+  auto& f = fixture();
+  auto flags = [&](const std::string& model, const std::string& batch) {
+    return std::vector<std::string>{"-m", model, "-i", f.input, "-b", "3", "--batch-size", batch, "--maxi-batch", "4",
+                                    "--max-input-length", "40", "--threads", "1", "--precision", "int8"};
+  };
+  auto b1 = run("parla-translate", flags(f.checkpoint, "1"));
+  INFO(b1.err);
+  REQUIRE(b1.exit_code == 0);
+  CHECK(parla::testing::split_lines(b1.out).size() == f.input_lines);
+  CHECK(b1.err.find("int8 on ") != std::string::npos);  // the log names the instruction set used
+  auto b64 = run("parla-translate", flags(f.checkpoint, "64"));
+  REQUIRE(b64.exit_code == 0);
+  CHECK(b64.out == b1.out);
+
+  const std::string int8 = f.dir.file("model-int8.pt");
+  auto q = run("parla-train", {"quantize", "-o", int8, f.checkpoint});
+  INFO(q.err);
+  REQUIRE(q.exit_code == 0);
+  auto from_file = run("parla-translate", flags(int8, "64"));
+  REQUIRE(from_file.exit_code == 0);
+  CHECK(from_file.out == b1.out);
+  // The int8 checkpoint decodes in int8 whatever precision is asked, except one that contradicts it.
+  auto plain = run("parla-translate", {"-m", int8, "-i", f.input, "-b", "3", "--max-input-length", "40"});
+  REQUIRE(plain.exit_code == 0);
+  CHECK(plain.out == b1.out);
+  auto bf16 = run("parla-translate", {"-m", int8, "-i", f.input, "--precision", "bf16"});
+  CHECK(bf16.exit_code == 2);
+  CHECK(bf16.err.find("decoding.precision") != std::string::npos);
+  CHECK(bf16.err.find(int8) != std::string::npos);
+  // Quantizing it again, or a file that is not a checkpoint, is refused naming the file; nothing is written.
+  const std::string again = f.dir.file("again.pt");
+  for (const auto& bad : {int8, f.input}) {
+    auto r = run("parla-train", {"quantize", "-o", again, bad});
+    CHECK(r.exit_code == 1);
+    CHECK(r.err.find(bad) != std::string::npos);
+    CHECK(!fs::exists(again));
+  }
+}
+
 TEST_CASE("parla-translate prints sorted distinct n-best lists and alignments", "[translate_app]") {
   auto& f = fixture();
   auto r = run("parla-translate", {"-m", f.checkpoint, "-i", f.input, "-b", "4", "--n-best", "4",
