@@ -5,10 +5,11 @@
 // Multi30k model (d 256, ffn 1024, vocabulary 8,000) and of a base model (d 512, ffn 2048, vocabulary 32,000).
 // Reports the median time of each product over `iterations` calls after a warm-up, GFLOP/s (2mnk / time; for int8
 // "GOP/s") and the int8 speed-up.
-// Usage: bench_int8_gemm [iterations=50]
+// Usage: bench_int8_gemm [iterations=50] [only=SHAPE-NAME-PART] [rows=5,320]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -39,6 +40,13 @@ int main(int argc, char** argv) {
   parla::runtime::tune_process(argc, argv);
   const int threads = parla::runtime::apply(parla::RuntimeConfig{});
   const int iterations = argc > 1 ? std::stoi(argv[1]) : 50;
+  const std::string only = argc > 2 ? argv[2] : "";
+  std::vector<int64_t> row_counts;
+  for (std::stringstream rs(argc > 3 ? argv[3] : "5,320"); rs.good();) {
+    std::string v;
+    std::getline(rs, v, ',');
+    row_counts.push_back(std::stoll(v));
+  }
   torch::NoGradGuard no_grad;
   const auto& code = parla::nn::int8::activation_code();
   std::printf("threads %d, oneDNN isa %s, activations [-%d, %d] + %d\n", threads, code.isa.c_str(), code.levels,
@@ -48,8 +56,9 @@ int main(int argc, char** argv) {
                                      {"d256 out8k", 8000, 256}, {"d512 qkv", 1536, 512}, {"d512 ffn1", 2048, 512},
                                      {"d512 ffn2", 512, 2048},  {"d512 out32k", 32000, 512}};
   std::printf("| shape | m | n | k | fp32 us | fp32 GFLOP/s | int8 us | int8 GOP/s | speed-up |\n|---|---|---|---|---|---|---|---|---|\n");
-  for (int64_t m : {5, 320}) {
+  for (int64_t m : row_counts) {
     for (const auto& s : shapes) {
+      if (std::string(s.name).find(only) == std::string::npos) continue;
       auto w = torch::randn({s.n, s.k}) * 0.05, b = torch::randn({s.n}) * 0.1, x = torch::randn({m, s.k});
       auto q = parla::nn::Int8Matrix::quantize(w);
       const double t32 = median_seconds(iterations, [&] { torch::linear(x, w, b); });

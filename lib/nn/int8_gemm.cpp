@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <mutex>
 #include <stdexcept>
-#include <tuple>
+#include <utility>
+#include <vector>
 
 #include <oneapi/dnnl/dnnl.hpp>
 
@@ -37,24 +39,54 @@ dnnl::engine& engine() {
   return e;
 }
 
-// One primitive per (m, n, k): oneDNN's own cache keys on the primitive, but building the descriptor that looks it
-// up costs tens of microseconds, as much as a small product.
-const dnnl::matmul& matmul_for(int64_t m, int64_t n, int64_t k) {
+using dt = dnnl::memory::data_type;
+
+dnnl::memory::desc activations_desc(int64_t m, int64_t k) { return {{m, k}, dt::u8, dnnl::memory::dims{k, 1}}; }
+dnnl::memory::desc accumulators_desc(int64_t m, int64_t n) { return {{m, n}, dt::s32, dnnl::memory::dims{n, 1}}; }
+
+// One primitive per (m, weight layout): oneDNN's own cache keys on the primitive, but building the descriptor
+// that looks it up costs tens of microseconds, as much as a small product.
+const dnnl::matmul& matmul_for(int64_t m, const dnnl::memory::desc& weights) {
   static std::mutex mutex;
-  static std::map<std::tuple<int64_t, int64_t, int64_t>, dnnl::matmul> cache;
+  static std::map<int64_t, std::vector<std::pair<dnnl::memory::desc, dnnl::matmul>>> cache;
   std::lock_guard<std::mutex> lock(mutex);
-  auto key = std::make_tuple(m, n, k);
-  auto it = cache.find(key);
-  if (it != cache.end()) return it->second;
-  using dt = dnnl::memory::data_type;
-  dnnl::memory::desc a({m, k}, dt::u8, dnnl::memory::dims{k, 1});
-  dnnl::memory::desc b({k, n}, dt::s8, dnnl::memory::dims{1, k});  // b [n, k] row-major is [k, n] transposed
-  dnnl::memory::desc c({m, n}, dt::s32, dnnl::memory::dims{n, 1});
-  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(a, b, c), engine());
-  return cache.emplace(key, dnnl::matmul(pd)).first->second;
+  auto& entries = cache[m];
+  for (const auto& e : entries)
+    if (e.first == weights) return e.second;
+  const auto dims = weights.dims();  // [k, n]
+  dnnl::matmul::primitive_desc pd(
+      dnnl::matmul::desc(activations_desc(m, dims[0]), weights, accumulators_desc(m, dims[1])), engine());
+  entries.emplace_back(weights, dnnl::matmul(pd));
+  return entries.back().second;
 }
 
 }  // namespace
+
+class PackedWeights {
+ public:
+  int64_t n, k;
+  dnnl::memory::desc desc;
+  dnnl::memory data;  // owns its buffer
+};
+
+std::shared_ptr<const PackedWeights> pack_weights(const int8_t* b, int64_t n, int64_t k) {
+  // b [n, k] row-major is the matrix [k, n] with strides (1, k); the layout is the one oneDNN picks for a
+  // 64-row product, which its kernel then reads for any row count.
+  dnnl::memory::desc plain({k, n}, dt::s8, dnnl::memory::dims{1, k});
+  dnnl::memory::desc any({k, n}, dt::s8, dnnl::memory::format_tag::any);
+  dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(activations_desc(64, k), any, accumulators_desc(64, n)),
+                                  engine());
+  auto packed = std::make_shared<PackedWeights>();
+  packed->n = n;
+  packed->k = k;
+  packed->desc = pd.weights_desc();
+  packed->data = dnnl::memory(packed->desc, engine());
+  dnnl::memory source(plain, engine(), const_cast<int8_t*>(b));
+  dnnl::stream stream(engine());
+  dnnl::reorder(source, packed->data).execute(stream, source, packed->data);
+  stream.wait();
+  return packed;
+}
 
 const ActivationCode& activation_code() {
   static const ActivationCode code = [] {
@@ -91,34 +123,31 @@ void quantize_activations(const float* x, int64_t rows, int64_t cols, const Acti
   }
 }
 
-void gemm_u8s8s32(int64_t m, int64_t n, int64_t k, const uint8_t* a, const int8_t* b, int32_t* acc) {
-  if (m == 0 || n == 0) return;
-  if (k == 0) {
-    std::fill(acc, acc + m * n, 0);
-    return;
-  }
-  const auto& prim = matmul_for(m, n, k);
-  using dt = dnnl::memory::data_type;
-  dnnl::memory am({{m, k}, dt::u8, dnnl::memory::dims{k, 1}}, engine(), const_cast<uint8_t*>(a));
-  dnnl::memory bm({{k, n}, dt::s8, dnnl::memory::dims{1, k}}, engine(), const_cast<int8_t*>(b));
-  dnnl::memory cm({{m, n}, dt::s32, dnnl::memory::dims{n, 1}}, engine(), acc);
+void gemm_u8s8s32(int64_t m, const uint8_t* a, const PackedWeights& b, int32_t* acc) {
+  if (m == 0 || b.n == 0) return;
+  const auto& prim = matmul_for(m, b.desc);
+  dnnl::memory am(activations_desc(m, b.k), engine(), const_cast<uint8_t*>(a));
+  dnnl::memory cm(accumulators_desc(m, b.n), engine(), acc);
   thread_local dnnl::stream stream(engine());
-  prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, bm}, {DNNL_ARG_DST, cm}});
+  prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, b.data}, {DNNL_ARG_DST, cm}});
   stream.wait();
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default")))
-void dequantize(const int32_t* acc, int64_t m, int64_t n, int offset, const int32_t* column_sum,
-                const float* row_scale, const float* column_scale, const float* bias, float* y) {
+void dequantize(void* buffer, int64_t m, int64_t n, int offset, const int32_t* column_sum, const float* row_scale,
+                const float* column_scale, const float* bias) {
+  // memcpy reads and writes each 4-byte cell as its own type (no aliasing of int32 and float); compilers turn
+  // these into plain vector loads and stores.
+  auto* bytes = static_cast<unsigned char*>(buffer);
   for (int64_t r = 0; r < m; ++r) {
-    const int32_t* ar = acc + r * n;
-    float* yr = y + r * n;
+    unsigned char* row = bytes + r * n * 4;
     const float rs = row_scale[r];
-    if (bias) {
-      for (int64_t c = 0; c < n; ++c)
-        yr[c] = static_cast<float>(ar[c] - offset * column_sum[c]) * (rs * column_scale[c]) + bias[c];
-    } else {
-      for (int64_t c = 0; c < n; ++c) yr[c] = static_cast<float>(ar[c] - offset * column_sum[c]) * (rs * column_scale[c]);
+    for (int64_t c = 0; c < n; ++c) {
+      int32_t a;
+      std::memcpy(&a, row + c * 4, 4);
+      float y = static_cast<float>(a - offset * column_sum[c]) * (rs * column_scale[c]);
+      if (bias) y += bias[c];
+      std::memcpy(row + c * 4, &y, 4);
     }
   }
 }

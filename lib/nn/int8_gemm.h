@@ -10,6 +10,7 @@
 // most 2 * 127 * 127 = 32258 and the int32 sum stays exact. Either way the offset is removed afterwards with the
 // weights' column sums, so the result is exact integer arithmetic: it does not depend on how rows are batched.
 #include <cstdint>
+#include <memory>
 #include <string>
 
 namespace parla::nn::int8 {
@@ -33,11 +34,18 @@ bool int8_pays();
 void quantize_activations(const float* x, int64_t rows, int64_t cols, const ActivationCode& code, uint8_t* q,
                           float* scale);
 
-// acc [m, n] = a [m, k] (uint8, row-major) times b [n, k]^T (int8, row-major: one row per output channel).
-void gemm_u8s8s32(int64_t m, int64_t n, int64_t k, const uint8_t* a, const int8_t* b, int32_t* acc);
+// b [n, k] (int8, row-major: one row per output channel) reordered once into the blocked layout oneDNN's kernel
+// reads on this CPU, so that no product repacks it (at one row per product, repacking cost more than the product).
+class PackedWeights;
+std::shared_ptr<const PackedWeights> pack_weights(const int8_t* b, int64_t n, int64_t k);
 
-// y[r, c] = (acc[r, c] - offset * column_sum[c]) * row_scale[r] * column_scale[c] + bias[c] (bias may be null).
-void dequantize(const int32_t* acc, int64_t m, int64_t n, int offset, const int32_t* column_sum,
-                const float* row_scale, const float* column_scale, const float* bias, float* y);
+// acc [m, n] = a [m, k] (uint8, row-major) times b^T.
+void gemm_u8s8s32(int64_t m, const uint8_t* a, const PackedWeights& b, int32_t* acc);
+
+// In place, over a buffer of m * n 4-byte values that holds int32 acc[r, c] and receives float
+// y[r, c] = (acc[r, c] - offset * column_sum[c]) * row_scale[r] * column_scale[c] + bias[c] (bias may be null):
+// the product's output needs no second buffer.
+void dequantize(void* buffer, int64_t m, int64_t n, int offset, const int32_t* column_sum, const float* row_scale,
+                const float* column_scale, const float* bias);
 
 }  // namespace parla::nn::int8
