@@ -20,6 +20,7 @@
 
 #include <torch/torch.h>
 
+#include "batched_search.h"
 #include "core/config.h"
 #include "core/runtime.h"
 #include "decode/maxi_batch.h"
@@ -38,22 +39,7 @@ using Sentences = std::vector<std::vector<int64_t>>;
 
 double tokens_per_second(models::Seq2SeqModel& model, const Sentences& sents, const decode::SearchOptions& o,
                          size_t batch) {
-  std::vector<size_t> lengths;
-  for (auto& s : sents) lengths.push_back(s.size());
-  auto plan = decode::plan_batches(lengths, decode::BatchLimits{batch, 0, 20});
-  uint64_t tokens = 0;
-  auto t0 = std::chrono::steady_clock::now();
-  for (auto& b : plan) {
-    size_t width = 0;
-    for (size_t i : b) width = std::max(width, sents[i].size() + 1);
-    auto src = torch::zeros({static_cast<int64_t>(b.size()), static_cast<int64_t>(width)}, torch::kLong);
-    for (size_t r = 0; r < b.size(); ++r) {
-      for (size_t j = 0; j < sents[b[r]].size(); ++j) src[r][j] = sents[b[r]][j];
-      src[r][sents[b[r]].size()] = models::kEosId;
-    }
-    for (auto& list : decode::search(model, src, o)) tokens += list.empty() ? 0 : list[0].tokens.size() + 1;
-  }
-  return static_cast<double>(tokens) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return bench::batched_search(model, sents, o, batch).tokens_per_s;
 }
 
 double median(std::vector<double> v) {

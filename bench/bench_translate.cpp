@@ -13,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include "batched_search.h"
 #include "core/config.h"
 #include "core/runtime.h"
 #include "decode/maxi_batch.h"
@@ -63,30 +64,10 @@ double peak_rss_mb() {
   return static_cast<double>(u.ru_maxrss) / 1024.0;
 }
 
-struct Result {
-  double sentences_per_s, tokens_per_s;
-};
-
-Result run(models::Seq2SeqModel& model, const std::vector<std::vector<int64_t>>& sents, int beam, size_t batch) {
+bench::SearchRate run(models::Seq2SeqModel& model, const std::vector<std::vector<int64_t>>& sents, int beam, size_t batch) {
   decode::SearchOptions o;
   o.beam_size = beam;
-  std::vector<size_t> lengths;
-  for (auto& s : sents) lengths.push_back(s.size());
-  auto plan = decode::plan_batches(lengths, decode::BatchLimits{batch, 0, 20});
-  uint64_t tokens = 0;
-  auto t0 = std::chrono::steady_clock::now();
-  for (auto& b : plan) {
-    size_t width = 0;
-    for (size_t i : b) width = std::max(width, sents[i].size() + 1);
-    auto src = torch::zeros({static_cast<int64_t>(b.size()), static_cast<int64_t>(width)}, torch::kLong);
-    for (size_t r = 0; r < b.size(); ++r) {
-      for (size_t j = 0; j < sents[b[r]].size(); ++j) src[r][j] = sents[b[r]][j];
-      src[r][sents[b[r]].size()] = models::kEosId;
-    }
-    for (auto& list : decode::search(model, src, o)) tokens += list.empty() ? 0 : list[0].tokens.size() + 1;
-  }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  return {static_cast<double>(sents.size()) / secs, static_cast<double>(tokens) / secs};
+  return bench::batched_search(model, sents, o, batch);
 }
 
 }  // namespace

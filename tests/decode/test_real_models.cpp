@@ -204,7 +204,10 @@ TEST_CASE("real models in int8: a batch of many sentences gives the tokens of on
         auto single = search(*model, make_source({sources[i]}), opts(beam));
         INFO("beam " << beam << " sentence " << i);
         CHECK(single[0][0].tokens == batched[i][0].tokens);
-        CHECK(single[0][0].score == Approx(batched[i][0].score).epsilon(1e-4));
+        // The int8 products are exact per row, but the float operators between them (norms, attention) may
+        // round differently by batch size (as the fp32 test above allows), and a quantizer can turn such an ulp
+        // into one quantization step (1/127 of the row's range): scores agree to a step, not to an ulp.
+        CHECK(single[0][0].score == Approx(batched[i][0].score).epsilon(1e-2));
       }
     }
   }
