@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
 namespace parla::nn::int8 {
@@ -41,6 +42,9 @@ dnnl::engine& engine() {
 
 using dt = dnnl::memory::data_type;
 
+// Products below this many multiply-adds run on one thread (measured: bench_int8 at batch 1).
+constexpr int64_t kParallelMacs = 4 << 20;
+
 dnnl::memory::desc activations_desc(int64_t m, int64_t k) { return {{m, k}, dt::u8, dnnl::memory::dims{k, 1}}; }
 dnnl::memory::desc accumulators_desc(int64_t m, int64_t n) { return {{m, n}, dt::s32, dnnl::memory::dims{n, 1}}; }
 
@@ -54,9 +58,15 @@ const dnnl::matmul& matmul_for(int64_t m, const dnnl::memory::desc& weights) {
   for (const auto& e : entries)
     if (e.first == weights) return e.second;
   const auto dims = weights.dims();  // [k, n]
+  // oneDNN fixes a primitive's thread count when it is created. A small product (a few rows) takes less time
+  // than waking the other threads for it, so it is created for this thread alone.
+  const int threads = omp_get_max_threads();
+  const bool alone = m * dims[0] * dims[1] < kParallelMacs;
+  if (alone) omp_set_num_threads(1);
   dnnl::matmul::primitive_desc pd(
       dnnl::matmul::desc(activations_desc(m, dims[0]), weights, accumulators_desc(m, dims[1])), engine());
   entries.emplace_back(weights, dnnl::matmul(pd));
+  if (alone) omp_set_num_threads(threads);
   return entries.back().second;
 }
 
