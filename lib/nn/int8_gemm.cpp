@@ -139,8 +139,14 @@ void gemm_u8s8s32(int64_t m, const uint8_t* a, const PackedWeights& b, int32_t* 
   dnnl::memory am(activations_desc(m, b.k), engine(), const_cast<uint8_t*>(a));
   dnnl::memory cm(accumulators_desc(m, b.n), engine(), acc);
   thread_local dnnl::stream stream(engine());
+  // Some kernels (oneDNN's gemm-based one, on CPUs without VNNI) take the thread count when they run: a small
+  // product is run from a one-thread region as well.
+  const int threads = omp_get_max_threads();
+  const bool alone = m * b.k * b.n < kParallelMacs;
+  if (alone) omp_set_num_threads(1);
   prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, b.data}, {DNNL_ARG_DST, cm}});
   stream.wait();
+  if (alone) omp_set_num_threads(threads);
 }
 
 __attribute__((target_clones("avx512f", "avx2", "default")))
