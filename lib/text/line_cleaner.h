@@ -5,6 +5,7 @@
 #include <string_view>
 
 #include "core/config/data_config.h"
+#include "text/unicode.h"  // is_valid_utf8
 
 namespace parla::text {
 
@@ -14,9 +15,6 @@ struct LineEdits {
   bool control = false;     // control characters were removed or turned into spaces
   bool whitespace = false;  // whitespace was stripped or collapsed
 };
-
-// Well-formed UTF-8 per RFC 3629: no overlong forms, no surrogates, nothing above U+10FFFF.
-bool is_valid_utf8(std::string_view s);
 
 // Unicode White_Space characters (the set Python's str.isspace() uses, Moses/sacreBLEU's notion of a space).
 bool is_unicode_space(char32_t c);

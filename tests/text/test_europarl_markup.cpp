@@ -49,3 +49,28 @@ TEST_CASE("on the raw Europarl release, exactly the tag lines are recognised as 
   CHECK(markup > 2000);  // 2,181 tag lines in the four days (grep -c '^<')
   CHECK(lines > markup);
 }
+
+TEST_CASE("a tag's kind and ID are read, quoted or not, beside other attributes") {
+  using parla::text::EuroparlTag;
+  using parla::text::parse_europarl_tag;
+  auto chapter = parse_europarl_tag("<CHAPTER ID=12>");
+  REQUIRE(chapter);
+  CHECK(chapter->kind == EuroparlTag::Kind::kChapter);
+  CHECK(chapter->id == "12");
+  auto speaker = parse_europarl_tag("<SPEAKER ID=7 LANGUAGE=\"EN\" NAME=\"Evans, Robert J\">");
+  REQUIRE(speaker);
+  CHECK(speaker->kind == EuroparlTag::Kind::kSpeaker);
+  CHECK(speaker->id == "7");
+  auto quoted = parse_europarl_tag("  <SPEAKER NAME=\"ID=3\" ID=\"040\">\r");
+  REQUIRE(quoted);
+  CHECK(quoted->id == "040");  // the NAME's text is not the ID attribute
+  auto paragraph = parse_europarl_tag("<P>");
+  REQUIRE(paragraph);
+  CHECK(paragraph->kind == EuroparlTag::Kind::kParagraph);
+  CHECK(paragraph->id.empty());
+  auto unterminated = parse_europarl_tag("<SPEAKER ID=2 NAME=\"Cox>");
+  REQUIRE(unterminated);
+  CHECK(unterminated->id == "2");
+  CHECK_FALSE(parse_europarl_tag("<P> text"));
+  CHECK_FALSE(parse_europarl_tag("<BR>"));
+}
