@@ -13,7 +13,10 @@ int main(int argc, char** argv) {
   flags.program = "parla-preprocess";
   CLI::App cli("Cleans a line-aligned parallel corpus (plain or .gz), splits off validation and test sets, "
                "trains a SentencePiece vocabulary and writes the binarized dataset parla-train reads.\n"
-               "Example: parla-preprocess --prefix europarl-v7.de-en --src-lang de --tgt-lang en -o data/de-en",
+               "Europarl's source release (one file per day and language, with its markup) is first split into "
+               "sentences and aligned: --europarl-release DIR.\n"
+               "Example: parla-preprocess --prefix europarl-v7.de-en --src-lang de --tgt-lang en -o data/de-en\n"
+               "Example: parla-preprocess --europarl-release europarl/txt --src-lang fr --tgt-lang en -o data/fr-en",
                "parla-preprocess");
   parla::app::add_config_flags(cli, flags);
   // The flags of the `data`, `vocab` and runtime keys come from the schema (docs/CONFIG.md); -o names the output.

@@ -11,6 +11,12 @@
 #   sl-en sv-en
 # en-de is accepted and mapped to de-en (the same files; the translation direction is chosen with --src/--tgt).
 # The archive is downloaded to DEST/<pair>.tgz (resumed if interrupted, kept for reuse) and unpacked in place.
+#
+# The source release instead (one file per sitting day and language, with its CHAPTER / SPEAKER / P markup, not
+# yet split into sentences nor aligned; about 1.5 GB for all 21 languages):
+#   bash tools/get-europarl.sh source [DEST]     -> DEST/txt/LANG/ep-YY-MM-DD.txt, prints DEST/txt
+# parla-preprocess splits and aligns it itself (docs/DATASET.md, "Europarl's source release"):
+#   parla-preprocess --europarl-release DEST/txt --src-lang fr --tgt-lang en -o data/fr-en --aligned-out aligned/fr-en
 set -euo pipefail
 
 PAIRS="bg-en cs-en da-en de-en el-en es-en et-en fi-en fr-en hu-en it-en lt-en lv-en nl-en pl-en pt-en ro-en sk-en sl-en sv-en"
@@ -22,6 +28,11 @@ Usage: bash tools/get-europarl.sh LANGPAIR [DEST]
 
 Downloads $BASE_URL/LANGPAIR.tgz, unpacks it into DEST (default: corpus/europarl) and prints the
 prefix PREFIX such that PREFIX.xx and PREFIX.en are the two sides of the corpus.
+
+       bash tools/get-europarl.sh source [DEST]
+
+Downloads the source release $BASE_URL/europarl.tgz (one file per day and language, with markup),
+unpacks it into DEST and prints DEST/txt, the folder to give parla-preprocess --europarl-release.
 
 LANGPAIR is one of: $PAIRS
 (or the reverse, e.g. en-de). Set EUROPARL_URL to use a mirror.
@@ -38,6 +49,29 @@ esac
 
 pair=$1
 dest=${2:-corpus/europarl}
+download() {  # URL FILE: to a temporary name, renamed when complete, so an interrupted download never looks whole
+  if command -v curl >/dev/null; then
+    curl -fL --retry 3 -C - -o "$2.part" "$1" || die "download of $1 failed"
+  elif command -v wget >/dev/null; then
+    wget -c -O "$2.part" "$1" || die "download of $1 failed"
+  else
+    die "neither curl nor wget is installed (apt-get install curl)"
+  fi
+  mv "$2.part" "$2"
+}
+if [ "$pair" = source ]; then
+  mkdir -p "$dest"
+  if [ ! -d "$dest/txt" ]; then
+    echo "get-europarl: downloading $BASE_URL/europarl.tgz (about 1.5 GB)" >&2
+    download "$BASE_URL/europarl.tgz" "$dest/europarl.tgz"
+    tar -xzf "$dest/europarl.tgz" -C "$dest" || die "$dest/europarl.tgz is not a valid .tgz archive (delete it and retry)"
+  fi
+  [ -d "$dest/txt" ] || die "the archive did not contain txt/"
+  echo "get-europarl: languages: $(ls "$dest/txt" | tr '\n' ' ')" >&2
+  echo "  parla-preprocess --europarl-release $dest/txt --src-lang fr --tgt-lang en -o data/fr-en" >&2
+  echo "$dest/txt"
+  exit 0
+fi
 [[ "$pair" =~ ^[a-z][a-z]-[a-z][a-z]$ ]] || die "LANGPAIR must look like de-en, got '$pair'"
 a=${pair%-*} b=${pair#*-}
 if [ "$a" = en ] && [ "$b" != en ]; then pair="$b-en"; fi
@@ -56,15 +90,7 @@ if [ -f "$prefix.$other" ] && [ -f "$prefix.en" ]; then
   echo "get-europarl: $prefix.{$other,en} already present" >&2
 else
   echo "get-europarl: downloading $url (about 150-200 MB per pair)" >&2
-  # Download to a temporary name and rename, so an interrupted download never looks complete.
-  if command -v curl >/dev/null; then
-    curl -fL --retry 3 -C - -o "$archive.part" "$url" || die "download of $url failed"
-  elif command -v wget >/dev/null; then
-    wget -c -O "$archive.part" "$url" || die "download of $url failed"
-  else
-    die "neither curl nor wget is installed (apt-get install curl)"
-  fi
-  mv "$archive.part" "$archive"
+  download "$url" "$archive"
   echo "get-europarl: unpacking $archive" >&2
   tar -xzf "$archive" -C "$dest" || die "$archive is not a valid .tgz archive (delete it and retry)"
   for lang in "$other" en; do

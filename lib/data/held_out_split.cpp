@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "core/error.h"
+
 namespace parla::data {
 
 uint64_t uniform_below(std::mt19937_64& rng, uint64_t n) {
@@ -35,6 +37,48 @@ std::vector<Split> assign_splits(uint64_t n, uint64_t valid, uint64_t test, uint
   SelectionSampler pick_test(held, std::min(test, held), seed ^ 0x9E3779B97F4A7C15ULL);
   for (uint64_t i = 0; i < n; ++i)
     if (pick.next()) out[i] = pick_test.next() ? Split::kTest : Split::kValid;
+  return out;
+}
+
+std::vector<Split> assign_last_splits(uint64_t n, uint64_t valid, uint64_t test) {
+  std::vector<Split> out(n, Split::kTrain);
+  uint64_t t = std::min(n, test), v = std::min(n - t, valid);
+  for (uint64_t i = n - t - v; i < n - t; ++i) out[i] = Split::kValid;
+  for (uint64_t i = n - t; i < n; ++i) out[i] = Split::kTest;
+  return out;
+}
+
+DocumentSplit::DocumentSplit(std::vector<std::string> valid_prefixes, std::vector<std::string> test_prefixes) {
+  for (const auto* list : {&valid_prefixes, &test_prefixes})
+    for (const auto& p : *list)
+      if (p.empty()) throw ConfigError("data.valid_documents and data.test_documents must not hold an empty prefix");
+  for (const auto& v : valid_prefixes)
+    for (const auto& t : test_prefixes)
+      if (v.rfind(t, 0) == 0 || t.rfind(v, 0) == 0)
+        throw ConfigError("data.valid_documents '" + v + "' and data.test_documents '" + t +
+                          "' overlap: a document would be in both held-out sets");
+  prefixes_[static_cast<int>(Split::kValid)] = std::move(valid_prefixes);
+  prefixes_[static_cast<int>(Split::kTest)] = std::move(test_prefixes);
+  for (int k = 0; k < 3; ++k) matches_[k].assign(prefixes_[k].size(), 0);
+}
+
+Split DocumentSplit::of(std::string_view docid) {
+  for (Split s : {Split::kTest, Split::kValid}) {
+    int k = static_cast<int>(s);
+    for (size_t i = 0; i < prefixes_[k].size(); ++i)
+      if (docid.substr(0, prefixes_[k][i].size()) == prefixes_[k][i]) {
+        ++matches_[k][i];
+        return s;
+      }
+  }
+  return Split::kTrain;
+}
+
+std::vector<std::string> DocumentSplit::unmatched() const {
+  std::vector<std::string> out;
+  for (int k = 0; k < 3; ++k)
+    for (size_t i = 0; i < prefixes_[k].size(); ++i)
+      if (matches_[k][i] == 0) out.push_back(prefixes_[k][i]);
   return out;
 }
 

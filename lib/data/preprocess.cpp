@@ -14,6 +14,7 @@
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/version.h"
+#include "data/europarl_release.h"
 #include "data/held_out_split.h"
 #include "data/output_file.h"
 #include "data/token_dataset_writer.h"
@@ -91,25 +92,49 @@ class StagingDirectory {
                   b.path() + "' has " + std::to_string(b.line_number()) + " lines");
 }
 
+// With data.held_out = documents: the document id file read beside the corpus, and the split of each kept pair.
+struct DocumentRouting {
+  std::string path;
+  DocumentSplit split;
+  std::vector<Split> kept;  // one per kept pair
+};
+
 // Pass 1: cleans and filters a pair of files into two cleaned text files (one pair per line).
 FilterStats clean_pairs(const std::string& src_path, const std::string& tgt_path, const CleanConfig& clean,
                         FilterScope scope, const std::string& out_src, const std::string& out_tgt,
-                        const std::string& what) {
+                        const std::string& what, DocumentRouting* routing = nullptr) {
   LineReader rs(src_path), rt(tgt_path);
+  std::optional<LineReader> rd;
+  if (routing) rd.emplace(routing->path);
   OutputFile ws(out_src), wt(out_tgt);
   text::ParallelCorpusFilter filter(clean, scope);
   Progress progress("clean " + what, "pair");
-  std::string s, t, cs, ct;
+  std::string s, t, cs, ct, doc;
+  auto unequal_docids = [&](uint64_t corpus_lines) {
+    std::string rest;
+    while (rd->next(rest)) {
+    }
+    throw DataError("data.docids '" + routing->path + "' has " + std::to_string(rd->line_number()) +
+                    " lines, the corpus '" + src_path + "' " + std::to_string(corpus_lines) +
+                    ": it must give one document id per corpus line");
+  };
   for (;;) {
     bool a = rs.next(s), b = rt.next(t);
     if (a != b) unequal_lines(rs, rt, !a);
     if (!a) break;
+    if (rd && !rd->next(doc)) {
+      while (rs.next(s)) {
+      }
+      unequal_docids(rs.line_number());
+    }
     if (filter.accept(s, t, cs, ct)) {
       ws.write_line(cs);
       wt.write_line(ct);
+      if (routing) routing->kept.push_back(routing->split.of(doc));
     }
     progress.advance();
   }
+  if (rd && rd->next(doc)) unequal_docids(rs.line_number());
   ws.close();
   wt.close();
   progress.finish();
@@ -226,7 +251,19 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   Config cfg = config_in;
   DataConfig& data = cfg.data;
   if (data.dir.empty()) throw ConfigError("no output directory: give -o DIR (data.dir)");
-  auto [train_src, train_tgt] = training_files(data);
+  const bool from_release = !data.europarl_release.empty();
+  if (from_release) {
+    if (!data.train_prefix.empty() || !data.train_src.empty() || !data.train_tgt.empty())
+      throw ConfigError("data.europarl_release (--europarl-release) and a line-aligned corpus (data.train_prefix "
+                        "--prefix, data.train_src/train_tgt --train-src/--train-tgt) are alternatives: give one");
+    if (data.src_lang.empty() || data.tgt_lang.empty())
+      throw ConfigError("data.europarl_release (--europarl-release) needs data.src_lang and data.tgt_lang "
+                        "(--src-lang, --tgt-lang): they name the release's language folders");
+  } else if (!data.aligned_out.empty()) {
+    throw ConfigError("data.aligned_out (--aligned-out) writes the pairs aligned from data.europarl_release "
+                      "(--europarl-release), which is not given");
+  }
+  auto [train_src, train_tgt] = from_release ? std::pair<std::string, std::string>() : training_files(data);
   if (data.src_lang.empty()) data.src_lang = "src";
   if (data.tgt_lang.empty()) data.tgt_lang = "tgt";
   if (data.src_lang == data.tgt_lang)
@@ -239,8 +276,29 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
     valid_files = {text::corpus_file(data.valid_prefix, data.src_lang), text::corpus_file(data.valid_prefix, data.tgt_lang)};
   if (!data.test_prefix.empty())
     test_files = {text::corpus_file(data.test_prefix, data.src_lang), text::corpus_file(data.test_prefix, data.tgt_lang)};
-  for (const auto& p : {train_src, train_tgt})
-    if (!fs::exists(p)) throw DataError("file not found: '" + p + "'");
+  std::optional<DocumentRouting> routing;
+  if (data.held_out == "documents") {
+    if (data.docids.empty())
+      throw ConfigError("data.held_out = documents needs data.docids (--docids FILE): one document id per corpus "
+                        "line");
+    if (from_release)
+      throw ConfigError("data.held_out = documents reads data.docids, which --europarl-release does not write: "
+                        "use data.held_out = random or last with it");
+    if (data.valid_documents.empty() && data.test_documents.empty())
+      throw ConfigError("data.held_out = documents needs data.valid_documents and/or data.test_documents "
+                        "(--valid-documents, --test-documents): the document id prefixes to hold out");
+    if (valid_files && !data.valid_documents.empty())
+      throw ConfigError("data.valid_documents and data.valid_prefix both name a validation set: give one");
+    if (test_files && !data.test_documents.empty())
+      throw ConfigError("data.test_documents and data.test_prefix both name a test set: give one");
+    routing.emplace(DocumentRouting{data.docids, DocumentSplit(data.valid_documents, data.test_documents), {}});
+  } else if (!data.docids.empty() || !data.valid_documents.empty() || !data.test_documents.empty()) {
+    throw ConfigError("data.docids, data.valid_documents and data.test_documents are read only with "
+                      "data.held_out = documents (--held-out documents)");
+  }
+  if (!from_release)
+    for (const auto& p : {train_src, train_tgt})
+      if (!fs::exists(p)) throw DataError("file not found: '" + p + "'");
 
   int threads = cfg.runtime.threads > 0 ? cfg.runtime.threads
                                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
@@ -250,12 +308,44 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   nlohmann::json stats = {{"inputs", nlohmann::json::object()}, {"splits", nlohmann::json::object()}};
   nlohmann::json inputs = nlohmann::json::object();
 
+  // Pass 0 (the source release only): align its days into a line-aligned corpus in the work directory.
+  if (from_release) {
+    train_src = stage.file("aligned." + S);
+    train_tgt = stage.file("aligned." + T);
+    auto aligned = align_europarl_release({data.europarl_release, S, T, threads}, train_src, train_tgt);
+    stats["europarl_release"] = aligned.stats;
+    if (!data.aligned_out.empty()) {
+      for (const auto& [from, lang] : {std::pair{train_src, S}, std::pair{train_tgt, T}}) {
+        std::string to = data.aligned_out + "." + lang, tmp = to + ".tmp-" + std::to_string(::getpid());
+        std::error_code ec;
+        fs::create_directories(fs::absolute(to).parent_path(), ec);
+        fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
+        if (!ec) fs::rename(tmp, to, ec);
+        if (ec) {
+          fs::remove(tmp);
+          throw IoError("cannot write the aligned text '" + to + "' (data.aligned_out): " + ec.message());
+        }
+      }
+      spdlog::info("wrote the aligned pairs to '{}.{}' and '{}.{}'", data.aligned_out, S, data.aligned_out, T);
+    }
+  }
+
   // Pass 1: clean and filter.
   FilterStats train_stats = clean_pairs(train_src, train_tgt, data.clean, FilterScope::kTraining,
-                                        stage.file("corpus.clean." + S), stage.file("corpus.clean." + T), "train");
+                                        stage.file("corpus.clean." + S), stage.file("corpus.clean." + T), "train",
+                                        routing ? &*routing : nullptr);
+  if (routing)
+    if (auto unmatched = routing->split.unmatched(); !unmatched.empty())
+      throw DataError("data.valid_documents/test_documents: '" + unmatched.front() + "' matches no document id in '" +
+                      data.docids + "' (among its kept pairs)");
   log_filter_stats("train corpus", train_stats);
   stats["inputs"]["train"] = train_stats.to_json();
-  inputs["train"] = {{"src", describe_input(train_src)}, {"tgt", describe_input(train_tgt)}};
+  if (from_release)
+    inputs["train"] = {{"europarl_release", fs::absolute(data.europarl_release).string()},
+                       {"days", stats["europarl_release"]["days"]["aligned"]},
+                       {"pairs", stats["europarl_release"]["pairs"]}};
+  else
+    inputs["train"] = {{"src", describe_input(train_src)}, {"tgt", describe_input(train_tgt)}};
   for (auto& [name, files] : {std::pair{std::string("valid"), valid_files}, std::pair{std::string("test"), test_files}}) {
     if (!files) continue;
     FilterStats st = clean_pairs(files->first, files->second, data.clean, FilterScope::kHeldOut,
@@ -266,7 +356,9 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   }
   uint64_t n = train_stats.kept;
   if (n == 0)
-    throw DataError("no pairs left after cleaning '" + train_src + "' and '" + train_tgt + "' (" +
+    throw DataError("no pairs left after cleaning " +
+                    (from_release ? "the pairs aligned from '" + data.europarl_release + "'"
+                                  : "'" + train_src + "' and '" + train_tgt + "'") + " (" +
                     std::to_string(train_stats.read) + " read; see the counts above)");
 
   // Pass 2: split held-out pairs off the corpus and sample SentencePiece's sentences from the train part.
@@ -281,11 +373,18 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
     }
     return want;
   };
-  uint64_t n_valid = held_out_size("valid", data.valid_size, valid_files.has_value());
-  uint64_t n_test = held_out_size("test", data.test_size, test_files.has_value());
   uint64_t seed = static_cast<uint64_t>(cfg.runtime.seed);
-  std::vector<Split> splits = assign_splits(n, n_valid, n_test, seed);
-  uint64_t n_train = n - n_valid - n_test;
+  std::vector<Split> splits;
+  if (routing) {
+    splits = std::move(routing->kept);
+    spdlog::info("held out by document: {} validation and {} test pairs", std::count(splits.begin(), splits.end(), Split::kValid),
+                 std::count(splits.begin(), splits.end(), Split::kTest));
+  } else {
+    uint64_t n_valid = held_out_size("valid", data.valid_size, valid_files.has_value());
+    uint64_t n_test = held_out_size("test", data.test_size, test_files.has_value());
+    splits = data.held_out == "last" ? assign_last_splits(n, n_valid, n_test) : assign_splits(n, n_valid, n_test, seed);
+  }
+  uint64_t n_train = static_cast<uint64_t>(std::count(splits.begin(), splits.end(), Split::kTrain));
   const VocabConfig& vc = cfg.vocab;
   uint64_t sample_pairs = vc.joint ? (static_cast<uint64_t>(vc.sample_sentences) + 1) / 2
                                    : static_cast<uint64_t>(vc.sample_sentences);
@@ -377,6 +476,10 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   std::error_code ec;
   fs::remove(stage.file("corpus.clean." + S), ec);
   fs::remove(stage.file("corpus.clean." + T), ec);
+  if (from_release) {
+    fs::remove(train_src, ec);
+    fs::remove(train_tgt, ec);
+  }
 
   nlohmann::json meta = {
       {"format", "parla-dataset"},

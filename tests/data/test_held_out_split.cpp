@@ -48,3 +48,35 @@ TEST_CASE("splits hold out exactly the requested sizes, deterministically per se
   auto all = assign_splits(10, 8, 8, 1);
   CHECK(std::count(all.begin(), all.end(), Split::kTrain) == 0);
 }
+
+namespace held_out_split_test {
+
+// Splits as 0 (train), 1 (valid), 2 (test), which Catch can print.
+std::vector<int> codes(const std::vector<Split>& splits) {
+  std::vector<int> out;
+  for (Split s : splits) out.push_back(static_cast<int>(s));
+  return out;
+}
+
+}  // namespace held_out_split_test
+
+TEST_CASE("held out from the end: the last test pairs are test, the valid pairs before them valid, capped by n") {
+  using held_out_split_test::codes;
+  CHECK(codes(parla::data::assign_last_splits(10, 3, 2)) == std::vector<int>{0, 0, 0, 0, 0, 1, 1, 1, 2, 2});
+  // Fewer pairs than asked: the test set first, then what is left for validation.
+  CHECK(codes(parla::data::assign_last_splits(3, 5, 2)) == std::vector<int>{1, 2, 2});
+  CHECK(parla::data::assign_last_splits(0, 1, 1).empty());
+}
+
+TEST_CASE("held out by document: ids are matched by prefix, test before valid, unmatched prefixes reported") {
+  parla::data::DocumentSplit split({"ep-01-07", "ep-01-08-02"}, {"ep-01-09"});
+  CHECK(static_cast<int>(split.of("ep-01-09-03")) == static_cast<int>(Split::kTest));
+  CHECK(static_cast<int>(split.of("ep-01-07-05")) == static_cast<int>(Split::kValid));
+  CHECK(static_cast<int>(split.of("ep-01-08-01")) == static_cast<int>(Split::kTrain));
+  CHECK(static_cast<int>(split.of("ep-00-07-05")) == static_cast<int>(Split::kTrain));
+  CHECK(static_cast<int>(split.of("")) == static_cast<int>(Split::kTrain));
+  CHECK(split.unmatched() == std::vector<std::string>{"ep-01-08-02"});
+  CHECK_THROWS_WITH(parla::data::DocumentSplit({"ep-01"}, {"ep-01-09"}),
+                    Catch::Matchers::Contains("overlap"));
+  CHECK_THROWS_WITH(parla::data::DocumentSplit({""}, {"ep-01-09"}), Catch::Matchers::Contains("empty"));
+}

@@ -39,6 +39,15 @@ const config::SectionSchema<DataConfig>& DataConfig::schema() {
         .flag("--prefix,--trainpref");
     s.add("train_src", &DataConfig::train_src, "Explicit source file (instead of `train_prefix`).").flag("--train-src");
     s.add("train_tgt", &DataConfig::train_tgt, "Explicit target file (instead of `train_prefix`).").flag("--train-tgt");
+    s.add("europarl_release", &DataConfig::europarl_release,
+          "Europarl's source release instead of a line-aligned corpus: a folder holding `SRC_LANG/` and "
+          "`TGT_LANG/` (or `txt/SRC_LANG/`...) of day files `ep-YY-MM-DD.txt`; the days of both languages are "
+          "split into sentences and aligned (markup anchors, Gale & Church) before cleaning.")
+        .flag("--europarl-release");
+    s.add("aligned_out", &DataConfig::aligned_out,
+          "With `europarl_release`: also write the aligned pairs, before cleaning, as `PREFIX.SRC_LANG` and "
+          "`PREFIX.TGT_LANG`, one sentence per line.")
+        .flag("--aligned-out");
     s.add("valid_prefix", &DataConfig::valid_prefix, "Optional separate validation set prefix.")
         .flag("--valid-prefix,--validpref");
     s.add("test_prefix", &DataConfig::test_prefix, "Optional separate test set prefix.")
@@ -49,6 +58,25 @@ const config::SectionSchema<DataConfig>& DataConfig::schema() {
     s.add("test_size", &DataConfig::test_size,
           "Pairs split off (seeded, deterministic) for test when no `test_prefix` is given.", at_least(0))
         .flag("--test-size");
+    s.add("held_out", &DataConfig::held_out,
+          "How the validation and test pairs are taken from the corpus when no separate files are given: "
+          "`random` (seeded, `valid_size`/`test_size` pairs), `last` (the corpus's last `test_size` pairs are test, "
+          "the `valid_size` before them valid: for corpora in document order, whose neighbouring lines repeat "
+          "each other) or `documents` (every pair of the documents `valid_documents`/`test_documents` name, "
+          "by the ids in `docids`).",
+          one_of({"random", "last", "documents"}))
+        .flag("--held-out");
+    s.add("docids", &DataConfig::docids,
+          "With `held_out = documents`: a file (plain or .gz) with one document id per line of the training "
+          "corpus, e.g. Europarl's session day `ep-01-09-03`.")
+        .flag("--docids");
+    s.add("valid_documents", &DataConfig::valid_documents,
+          "With `held_out = documents`: document id prefixes whose pairs are the validation set, e.g. `ep-01-07`.")
+        .flag("--valid-documents");
+    s.add("test_documents", &DataConfig::test_documents,
+          "With `held_out = documents`: document id prefixes whose pairs are the test set, e.g. `ep-01-09` (a "
+          "month).")
+        .flag("--test-documents");
     s.add("dir", &DataConfig::dir,
           "Preprocessed dataset directory: written by parla-preprocess (there also `-o`, `--output`, "
           "`--destdir`), read by parla-train.")

@@ -1,6 +1,7 @@
 #pragma once
 // Sections "data" and "data.clean": where the parallel corpus is and how parla-preprocess cleans it.
 #include <string>
+#include <vector>
 
 #include "core/config/schema.h"
 
@@ -26,10 +27,15 @@ struct DataConfig {
   std::string train_prefix; // reads PREFIX.SRC_LANG and PREFIX.TGT_LANG (or .gz)
   std::string train_src;    // explicit paths instead of a prefix
   std::string train_tgt;
+  std::string europarl_release;  // Europarl's source release (SRC/ and TGT/ folders of day files) instead
+  std::string aligned_out;       // also write the release's aligned pairs as PREFIX.SRC / PREFIX.TGT
   std::string valid_prefix; // optional separate validation set
   std::string test_prefix;  // optional separate test set
   int valid_size = 1000;    // sentences split off for validation when no valid_prefix is given
   int test_size = 1000;     // sentences split off for test when no test_prefix is given
+  std::string held_out = "random";  // how they are chosen: random, last (the corpus's end) or documents
+  std::string docids;       // one document id per corpus line (Europarl's day), for held_out = documents
+  std::vector<std::string> valid_documents, test_documents;  // document id prefixes held out
   std::string dir;          // the preprocessed dataset directory (parla-preprocess output, parla-train input)
   CleanConfig clean;
 
