@@ -315,17 +315,27 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
     auto aligned = align_europarl_release({data.europarl_release, S, T, threads}, train_src, train_tgt);
     stats["europarl_release"] = aligned.stats;
     if (!data.aligned_out.empty()) {
-      for (const auto& [from, lang] : {std::pair{train_src, S}, std::pair{train_tgt, T}}) {
-        std::string to = data.aligned_out + "." + lang, tmp = to + ".tmp-" + std::to_string(::getpid());
-        std::error_code ec;
-        fs::create_directories(fs::absolute(to).parent_path(), ec);
-        fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
-        if (!ec) fs::rename(tmp, to, ec);
-        if (ec) {
-          fs::remove(tmp);
-          throw IoError("cannot write the aligned text '" + to + "' (data.aligned_out): " + ec.message());
+      // Both sides are copied to temporaries before either is renamed, so a failure leaves neither half behind.
+      const std::string tmp_suffix = ".tmp-" + std::to_string(::getpid());
+      std::pair<std::string, std::string> sides[2] = {{train_src, data.aligned_out + "." + S},
+                                                       {train_tgt, data.aligned_out + "." + T}};
+      std::error_code ec;
+      fs::create_directories(fs::absolute(sides[0].second).parent_path(), ec);  // a failure shows in the copy
+      ec.clear();
+      for (int step = 0; step < 2; ++step)
+        for (const auto& [from, to] : sides) {
+          if (step == 0)
+            fs::copy_file(from, to + tmp_suffix, fs::copy_options::overwrite_existing, ec);
+          else
+            fs::rename(to + tmp_suffix, to, ec);
+          if (ec) {
+            for (const auto& side : sides) {
+              std::error_code ignored;
+              fs::remove(side.second + tmp_suffix, ignored);
+            }
+            throw IoError("cannot write the aligned text '" + to + "' (data.aligned_out): " + ec.message());
+          }
         }
-      }
       spdlog::info("wrote the aligned pairs to '{}.{}' and '{}.{}'", data.aligned_out, S, data.aligned_out, T);
     }
   }

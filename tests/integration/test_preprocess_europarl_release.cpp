@@ -77,6 +77,17 @@ TEST_CASE("preprocess --europarl-release: the joined release days are aligned, c
   INFO("precision " << precision << ", recall " << recall);
   CHECK(precision >= 0.95);
   CHECK(recall >= 0.95);
+
+  // An --aligned-out that cannot be written (its folder is a file): exit 1 naming the key, no dataset, no half.
+  std::ofstream(dir.file("blocker")) << "a file, not a folder\n";
+  auto blocked = run("parla-preprocess", {"--europarl-release", dir.file("rel"), "--src-lang", "en", "--tgt-lang",
+                                          "fr", "-o", dir.file("ds2"), "--aligned-out", dir.file("blocker/pairs"),
+                                          "--vocab-size", "1000"});
+  CHECK(blocked.exit_code == 1);
+  CHECK_THAT(blocked.err, Contains("data.aligned_out"));
+  CHECK_FALSE(fs::exists(dir.file("ds2")));
+  for (const auto& e : fs::directory_iterator(dir.path()))
+    CHECK(e.path().filename().string().find(".tmp-") == std::string::npos);
 }
 
 TEST_CASE("preprocess --europarl-release: with a corpus prefix, or --aligned-out alone, is a usage error (exit 2)") {
