@@ -15,9 +15,9 @@ void TransformerDecoderCache::select_memory(const torch::Tensor& sentences) {
   for (auto& v : cross_v) v = v.index_select(0, sentences);
 }
 
-TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const ModelConfig& cfg)
+TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const ModelConfig& cfg, int layer)
     : pre_norm_(cfg.norm == "pre"), dropout_(cfg.dropout) {
-  self_attn = register_module("self_attn", nn::MultiHeadAttention(self_attention_options(cfg)));
+  self_attn = register_module("self_attn", nn::MultiHeadAttention(self_attention_options(cfg, true, layer)));
   nn::MultiHeadAttentionOptions cross;
   cross.d_model = cfg.d_model;
   cross.heads = cfg.heads;
@@ -68,7 +68,7 @@ torch::Tensor TransformerDecoderLayerImpl::step(const torch::Tensor& x, nn::Self
 
 TransformerDecoderImpl::TransformerDecoderImpl(const ModelConfig& cfg) {
   layers = register_module("layers", torch::nn::ModuleList());
-  for (int i = 0; i < cfg.decoder_layers; ++i) layers->push_back(TransformerDecoderLayer(cfg));
+  for (int i = 0; i < cfg.decoder_layers; ++i) layers->push_back(TransformerDecoderLayer(cfg, i));
   if (cfg.norm == "pre")
     final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));
 }

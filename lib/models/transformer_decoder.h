@@ -26,7 +26,8 @@ struct TransformerDecoderCache {
 
 class TransformerDecoderLayerImpl : public torch::nn::Module {
  public:
-  explicit TransformerDecoderLayerImpl(const ModelConfig& cfg);
+  // `layer` (0-based) seeds the layer's own random draws (sparse, performer, routing attention).
+  TransformerDecoderLayerImpl(const ModelConfig& cfg, int layer);
   // Whole prefix: x [B, T, D], memory keys/values from cross_attn->project_memory, memory_valid [B, S].
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& mem_k, const torch::Tensor& mem_v,
                         const torch::Tensor& memory_valid, torch::Tensor* cross_weights = nullptr);

@@ -16,7 +16,8 @@ namespace parla::models {
 
 class TransformerEncoderLayerImpl : public torch::nn::Module {
  public:
-  explicit TransformerEncoderLayerImpl(const ModelConfig& cfg);
+  // `layer` (0-based) seeds the layer's own random draws (sparse, performer, routing attention).
+  TransformerEncoderLayerImpl(const ModelConfig& cfg, int layer);
   // x [B, S, D], key_valid bool [B, S] or undefined; `weights` receives the self-attention weights.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& key_valid, torch::Tensor* weights = nullptr);
 
@@ -43,7 +44,8 @@ class TransformerEncoderImpl : public torch::nn::Module {
 };
 TORCH_MODULE(TransformerEncoder);
 
-// Options of the self-attention of a model.
-nn::MultiHeadAttentionOptions self_attention_options(const ModelConfig& cfg);
+// Options of the self-attention of layer `layer` of the encoder or the decoder (model.encoder_attention and
+// model.decoder_attention, both defaulting to model.attention).
+nn::MultiHeadAttentionOptions self_attention_options(const ModelConfig& cfg, bool decoder, int layer);
 
 }  // namespace parla::models

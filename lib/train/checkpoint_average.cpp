@@ -122,13 +122,19 @@ void average_checkpoints(const std::vector<std::string>& paths, const std::strin
   }
 
   // The output model starts as the newest checkpoint (its integer buffers are kept) and takes the means.
+  // Performer's random features are a draw, not a weight: the mean of orthogonal draws is not one (its rows
+  // shrink, biasing the kernel estimate), so the newest checkpoint's draw is kept.
   auto model = build_model(paths[newest], metas[newest]);
   models::load_weights(paths[newest], *model);
   auto targets = named_tensors(*model);
   const double n = static_cast<double>(paths.size());
+  auto is_draw = [](const std::string& name) {
+    static const std::string suffix = "performer_features";
+    return name.size() >= suffix.size() && name.compare(name.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
   for (size_t k = 0; k < targets.size(); ++k) {
     auto& t = targets[k].second;
-    if (t.is_floating_point()) t.copy_((sums[k].second / n).to(t.scalar_type()));
+    if (t.is_floating_point() && !is_draw(targets[k].first)) t.copy_((sums[k].second / n).to(t.scalar_type()));
   }
 
   models::ModelMeta meta = metas[newest];

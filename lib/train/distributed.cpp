@@ -230,6 +230,47 @@ void DataParallel::all_reduce_gradients(torch::nn::Module& module) {
   }
 }
 
+void DataParallel::average_running_statistics(torch::nn::Module& module) {
+  if (!group_) return;
+  torch::NoGradGuard no_grad;
+  auto ends_with = [](const std::string& s, const std::string& suffix) {
+    return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+  };
+  TensorGroups groups;
+  std::map<std::string, torch::Tensor> buffers;
+  for (auto& b : module.named_buffers(true)) {
+    if (!b.value().defined()) continue;
+    buffers[b.key()] = b.value();
+    if (ends_with(b.key(), "routing_sums") || ends_with(b.key(), "routing_counts"))
+      groups[group_key(b.value())].push_back(b.value());
+  }
+  if (groups.empty()) return;
+  for (auto& [key, tensors] : groups) {
+    std::vector<torch::Tensor> flat_parts;
+    for (auto& t : tensors) flat_parts.push_back(t.reshape({-1}));
+    std::vector<torch::Tensor> io{torch::cat(flat_parts)};
+    c10d::AllreduceOptions opts;
+    opts.reduceOp = c10d::ReduceOp::SUM;
+    run("all-reduce of running statistics", [&] { return group_->pg->allreduce(io, opts); });
+    io[0].div_(static_cast<double>(world_size_));
+    int64_t offset = 0;
+    for (auto& t : tensors) {
+      const int64_t n = t.numel();
+      t.copy_(io[0].narrow(0, offset, n).view(t.sizes()));
+      offset += n;
+    }
+  }
+  // Eq. 10 again on the averaged sums and counts (a dead cluster keeps its centroid, as in the layer).
+  for (auto& [name, centroids] : buffers) {
+    if (!ends_with(name, "routing_centroids")) continue;
+    const std::string prefix = name.substr(0, name.size() - std::string("routing_centroids").size());
+    auto sums = buffers.find(prefix + "routing_sums"), counts = buffers.find(prefix + "routing_counts");
+    if (sums == buffers.end() || counts == buffers.end()) continue;
+    auto c = counts->second.unsqueeze(-1);
+    centroids.copy_(torch::where(c > 1e-12, sums->second / c.clamp_min(1e-12), centroids));
+  }
+}
+
 std::vector<double> DataParallel::all_reduce_sum(const std::vector<double>& values) {
   if (!group_ || values.empty()) return values;
   auto t = torch::tensor(values, torch::dtype(torch::kFloat64));

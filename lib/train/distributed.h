@@ -69,6 +69,12 @@ class DataParallel {
   // (and receives the others' sum), so ranks never disagree on the buffer layout.
   void all_reduce_gradients(torch::nn::Module& module);
 
+  // Replaces the running statistics that layers update from their own batch in the forward pass (routing
+  // attention's centroid sums and counts, seed 002 eqs. 8-9) by their mean over all ranks and recomputes the
+  // centroids from them (eq. 10), so the replicas keep one set of centroids: the mean of the ranks' moving
+  // averages, each of which saw its own shard. Nothing to do for models without routing attention.
+  void average_running_statistics(torch::nn::Module& module);
+
   // Sum of a scalar (token counts, losses) over all ranks; exact for integers below 2^53.
   double all_reduce_sum(double value);
   // Element-wise sum of several scalars in one collective.

@@ -663,6 +663,7 @@ struct Trainer::Impl {
       if (dump)
         for (const auto& b : batches) dump->write(b);
       dp->all_reduce_gradients(*model);
+      dp->average_running_statistics(*model);
       if (loss_scaling) {
         // Unscale before clipping, so clip_norm and the reported norm refer to the true gradient. The scale is a
         // power of two: exact. Overflow shows as a non-finite norm below, in the same read as the loss's flag.

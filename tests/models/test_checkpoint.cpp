@@ -63,6 +63,44 @@ TEST_CASE("save then load gives a model with identical outputs and the same meta
     CHECK(e.path().string().find(".tmp") == std::string::npos);
 }
 
+TEST_CASE("routing centroids and performer features moved by training are saved and loaded with the weights") {
+  TempDir dir("checkpoint-variants");
+  torch::manual_seed(3);
+  auto cfg = parla::testing::tiny_transformer();
+  cfg.encoder_attention = "routing";
+  cfg.decoder_attention = "performer";
+  cfg.performer_redraw_every = 1;
+  auto model = build_seq2seq(cfg, 20, 24);
+  model->train();
+  auto src = torch::tensor({5, 9, 7, 3, 6, 8, 3, 0}, torch::kLong).view({2, 4});
+  auto tgt = torch::tensor({2, 5, 6, 2, 7, 8}, torch::kLong).view({2, 3});
+  for (int i = 0; i < 3; ++i) model->forward(src, tgt);  // moves the centroids, redraws the features twice
+  auto fresh = build_seq2seq(cfg, 20, 24);
+  auto buffers = [](torch::nn::Module& m) {
+    std::vector<torch::Tensor> out;
+    for (auto& b : m.named_buffers(true))
+      if (b.key().find("routing_") != std::string::npos || b.key().find("performer_") != std::string::npos)
+        out.push_back(b.value());
+    return out;
+  };
+  const auto trained = buffers(*model), initial = buffers(*fresh);
+  REQUIRE(trained.size() == 2 * 3 + 2 * 2);  // 2 encoder layers x 3 routing buffers, 2 decoder layers x 2
+  bool moved = false;
+  for (size_t i = 0; i < trained.size(); ++i) {
+    const bool changed = !trained[i].equal(initial[i]);
+    if (trained[i].is_floating_point()) CHECK(changed);  // every centroid buffer and every feature draw
+    moved = moved || changed;
+  }
+  CHECK(moved);
+  auto path = dir.file("variants.pt");
+  save_checkpoint(path, *model, meta_for(cfg));
+  auto loaded = load_seq2seq(path);
+  const auto restored = buffers(*loaded.model);
+  REQUIRE(restored.size() == trained.size());
+  for (size_t i = 0; i < trained.size(); ++i) CHECK(restored[i].equal(trained[i]));
+  CHECK(outputs(*loaded.model).equal(outputs(*model)));
+}
+
 TEST_CASE("extra archives written with a checkpoint are read back by load_weights") {
   TempDir dir("checkpoint-extra");
   auto cfg = parla::testing::tiny_transformer();

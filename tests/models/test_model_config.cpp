@@ -47,8 +47,9 @@ TEST_CASE("d_model not divisible by heads is a ConfigError naming the key") {
 
 TEST_CASE("model keys reject values outside their choices") {
   ConfigBuilder b;
-  CHECK_THROWS_AS(b.set("model.attention", "sparse", "test"), parla::ConfigError);
+  CHECK_THROWS_AS(b.set("model.attention", "reformer", "test"), parla::ConfigError);
   CHECK_THROWS_AS(b.set("model.norm", "middle", "test"), parla::ConfigError);
+  CHECK_THROWS_AS(b.set("model.decoder_attention", "reformer", "test"), parla::ConfigError);
   CHECK_THROWS_AS(b.set("model.rnn_cell", "tanh", "test"), parla::ConfigError);
   CHECK_THROWS_AS(b.set("model.local_window", 0, "test"), parla::ConfigError);
 }

@@ -45,12 +45,14 @@ TEST_CASE("transformer incremental decoding equals full-sequence decoding for ev
   auto tgt = torch::tensor({2, 5, 6, 7, 8, 9, 2, 10, 11, 12, 13, 14}, torch::kLong).view({2, 6});
   for (std::string norm : {"post", "pre"})
     for (std::string positions : {"sinusoidal", "learned"})
-      for (std::string attention : {"full", "local", "linear"}) {
+      for (std::string attention : {"full", "local", "linear", "sparse", "routing", "performer"}) {
         auto cfg = tiny_transformer();
         cfg.norm = norm;
         cfg.positions = positions;
         cfg.attention = attention;
         cfg.local_window = 2;
+        cfg.sparse_block_size = 2;  // so that the patterns leave pairs out of 6 positions
+        cfg.routing_clusters = 3;
         cfg.activation = norm == "pre" ? "gelu" : "relu";
         auto model = build_seq2seq(cfg, 20, 24);
         INFO(norm << " " << positions << " " << attention);
@@ -160,6 +162,29 @@ TEST_CASE("source padding does not change the translation model's output") {
   auto short_src = torch::tensor({6, 8, 3}, torch::kLong).view({1, 3});
   auto padded = torch::tensor({6, 8, 3, 0, 0}, torch::kLong).view({1, 5});
   CHECK(max_abs_diff(model->forward(short_src, tgt), model->forward(padded, tgt)) < 1e-5);
+}
+
+TEST_CASE("source padding does not change the output for any encoder self-attention variant") {
+  torch::manual_seed(6);
+  auto tgt = torch::tensor({2, 5, 6}, torch::kLong).view({1, 3});
+  auto short_src = torch::tensor({6, 8, 3, 9, 7, 3}, torch::kLong).view({1, 6});
+  auto padded = torch::tensor({6, 8, 3, 9, 7, 3, 0, 0, 0}, torch::kLong).view({1, 9});
+  for (std::string attention : {"full", "local", "linear", "sparse", "routing", "performer", "nystrom"}) {
+    auto cfg = tiny_transformer();
+    cfg.encoder_attention = attention;
+    cfg.decoder_attention = attention == "nystrom" ? "sparse" : attention;
+    cfg.local_window = 1;
+    cfg.sparse_block_size = 2;
+    cfg.routing_clusters = 2;
+    cfg.nystrom_landmarks = 4;
+    cfg.nystrom_conv_kernel = 3;
+    auto model = build_seq2seq(cfg, 20, 20);
+    model->eval();
+    torch::NoGradGuard g;
+    INFO(attention);
+    CHECK(max_abs_diff(model->forward(short_src, tgt), model->forward(padded, tgt)) < 1e-5);
+    CHECK(incremental_vs_full(*model, padded, tgt) < 1e-5);
+  }
 }
 
 TEST_CASE("the encoder with positions is not permutation-equivariant, without them its layers are") {

@@ -34,6 +34,7 @@
 #include "core/config/model_config.h"
 #include "models/factory.h"
 #include "models/seq2seq.h"
+#include "nn/multi_head_attention.h"
 #include "train/distributed.h"
 
 using parla::train::DataParallel;
@@ -330,6 +331,30 @@ TEST_CASE("distributed child: collectives on known tensors", "[.dist-child]") {
   dp->broadcast_parameters(*model);
   for (size_t i = 0; i < params.size(); ++i)
     REQUIRE(torch::equal(params[i], torch::full_like(params[i], 7.0f + float(i))));
+
+  // Running statistics (routing attention's centroid sums and counts): rank r holds sums (r + 1) * s0 and counts
+  // (r + 1) * c0 (plus r on one count); both ranks end with the means and with centroids = sums / counts (eq. 10).
+  {
+    parla::nn::MultiHeadAttentionOptions o;
+    o.d_model = 8;
+    o.heads = 2;
+    o.kind = parla::nn::AttentionKind::kRouting;
+    o.routing_clusters = 3;
+    parla::nn::MultiHeadAttention routed(o);
+    torch::NoGradGuard g;
+    auto s0 = torch::arange(2 * 3 * 4, torch::kFloat32).view({2, 3, 4}) - 5.0f;
+    auto c0 = torch::arange(1, 7, torch::kFloat32).view({2, 3});
+    routed->routing_sums.copy_(s0 * float(r + 1));
+    routed->routing_counts.copy_(c0 * float(r + 1));
+    routed->routing_counts[1][2] += float(r);
+    routed->routing_centroids.fill_(100.0f + r);
+    dp->average_running_statistics(*routed);
+    auto counts = c0 * 1.5f;
+    counts[1][2] += 0.5f;
+    REQUIRE(torch::allclose(routed->routing_sums, s0 * 1.5f));
+    REQUIRE(torch::allclose(routed->routing_counts, counts));
+    REQUIRE(torch::allclose(routed->routing_centroids, s0 * 1.5f / counts.unsqueeze(-1)));
+  }
   dp->barrier();
 }
 

@@ -34,6 +34,40 @@ void apply_preset(ModelConfig& m, const std::set<std::string>& given) {
   fill("embed_dim", m.embed_dim, p.embed_dim);
 }
 
+// Cross-key rules of the self-attention variants (the per-key ranges are checked by the schema).
+void validate_attention_keys(const ModelConfig& m) {
+  const std::string enc = m.encoder_attention.empty() ? m.attention : m.encoder_attention;
+  const std::string dec = m.decoder_attention.empty() ? m.attention : m.decoder_attention;
+  const char* dec_key = m.decoder_attention.empty() ? "model.attention" : "model.decoder_attention";
+  if (dec == "nystrom")
+    throw ConfigError(std::string("key '") + dec_key +
+                      "': nystrom attention cannot run causally (its landmarks average over future positions); "
+                      "choose it for model.encoder_attention only");
+  static const std::set<std::string> known = {"band", "global", "dilated", "random", "block"};
+  if (enc == "sparse" || dec == "sparse") {
+    if (m.sparse_pattern.empty())
+      throw ConfigError("key 'model.sparse_pattern': empty (list at least one of: band, global, dilated, random, "
+                        "block)");
+    for (const auto& p : m.sparse_pattern)
+      if (!known.count(p))
+        throw ConfigError("key 'model.sparse_pattern': unknown pattern '" + p +
+                          "' (must be one of: band, global, dilated, random, block)");
+  }
+  if (m.routing_decay <= 0 || m.routing_decay >= 1)
+    throw ConfigError("key 'model.routing_decay': " + std::to_string(m.routing_decay) +
+                      " is outside (0, 1)");
+  if (m.nystrom_conv_kernel % 2 == 0 && m.nystrom_conv_kernel != 0)
+    throw ConfigError("key 'model.nystrom_conv_kernel': " + std::to_string(m.nystrom_conv_kernel) +
+                      " is even (the skip must be centred: use an odd kernel, or 0 for none)");
+  // Longer than any sequence the model is built for: more landmarks or clusters than positions.
+  if (enc == "nystrom" && m.nystrom_landmarks > m.max_positions)
+    throw ConfigError("key 'model.nystrom_landmarks': " + std::to_string(m.nystrom_landmarks) +
+                      " landmarks exceed model.max_positions = " + std::to_string(m.max_positions));
+  if ((enc == "routing" || dec == "routing") && m.routing_clusters > m.max_positions)
+    throw ConfigError("key 'model.routing_clusters': " + std::to_string(m.routing_clusters) +
+                      " clusters exceed model.max_positions = " + std::to_string(m.max_positions));
+}
+
 }  // namespace
 
 const config::SectionSchema<ModelConfig>& ModelConfig::schema() {
@@ -74,12 +108,62 @@ const config::SectionSchema<ModelConfig>& ModelConfig::schema() {
     s.add("tie_output", &ModelConfig::tie_output,
           "Use the decoder input embedding as the output projection (Press & Wolf 2017).");
     s.add("attention", &ModelConfig::attention,
-          "Self-attention variant in encoder and decoder: full, local (restricted to local_window positions on "
-          "each side; causal in the decoder) or linear (elu+1 feature map, Katharopoulos et al. 2020; causal in "
-          "the decoder). Cross-attention is always full.",
-          one_of({"full", "local", "linear"}));
+          "Self-attention variant of encoder and decoder (each can be overridden by encoder_attention / "
+          "decoder_attention): full; local (restricted to local_window positions on each side, causal in the "
+          "decoder); linear (elu+1 feature map, Katharopoulos et al. 2020); sparse (position-based patterns, "
+          "sparse_pattern); routing (Routing Transformer, Roy et al. 2021); performer (FAVOR+ random features, "
+          "Choromanski et al. 2021). Cross-attention is always full.",
+          one_of({"full", "local", "linear", "sparse", "routing", "performer"}));
+    s.add("encoder_attention", &ModelConfig::encoder_attention,
+          "Encoder self-attention; empty = `attention`. The values of `attention`, or nystrom (Nystrom "
+          "low-rank attention, Xiong et al. 2021; encoder only).",
+          one_of({"", "full", "local", "linear", "sparse", "routing", "performer", "nystrom"}));
+    s.add("decoder_attention", &ModelConfig::decoder_attention,
+          "Decoder self-attention (causal); empty = `attention`. The values of `attention`.",
+          one_of({"", "full", "local", "linear", "sparse", "routing", "performer", "nystrom"}));
     s.add("local_window", &ModelConfig::local_window,
-          "Window K of local attention: position i attends to j with |i - j| <= K.", at_least(1));
+          "Window K of local attention and of the sparse band: position i attends to j with |i - j| <= K.",
+          at_least(1));
+    s.add("sparse_pattern", &ModelConfig::sparse_pattern,
+          "Atomic patterns whose union is sparse attention (seed 002, Fig. 4): band (|i - j| <= local_window), "
+          "global (the first sparse_global_tokens positions see and are seen by all), dilated (j = i +- k * "
+          "sparse_dilation, k = 1..sparse_dilated_window), random (sparse_random_blocks key blocks per query "
+          "block, a fixed function of the positions and attention_seed), block (i and j in the same block). "
+          "band + global + random is BigBird's (Zaheer et al. 2020).");
+    s.add("sparse_block_size", &ModelConfig::sparse_block_size,
+          "Block size of sparse attention's blockwise computation, of its block-local and random patterns.",
+          at_least(1));
+    s.add("sparse_global_tokens", &ModelConfig::sparse_global_tokens,
+          "Global tokens of the sparse `global` pattern.", at_least(1));
+    s.add("sparse_random_blocks", &ModelConfig::sparse_random_blocks,
+          "Random key blocks per query block of the sparse `random` pattern.", at_least(1));
+    s.add("sparse_dilation", &ModelConfig::sparse_dilation, "Gap of the sparse `dilated` pattern.", at_least(1));
+    s.add("sparse_dilated_window", &ModelConfig::sparse_dilated_window,
+          "Keys on each side of the sparse `dilated` pattern.", at_least(1));
+    s.add("routing_clusters", &ModelConfig::routing_clusters,
+          "Centroids K per head of routing attention (about sqrt(T) in Roy et al. 2021); 1 = full attention.",
+          at_least(1));
+    s.add("routing_decay", &ModelConfig::routing_decay,
+          "Decay lambda of routing attention's centroid moving averages (seed 002, eqs. 8-10).",
+          between(0, 1));
+    s.add("performer_features", &ModelConfig::performer_features,
+          "Random features m per head of performer attention.", at_least(1));
+    s.add("performer_redraw_every", &ModelConfig::performer_redraw_every,
+          "Redraw performer's random features every this many training forward passes (0 = never); fixed at "
+          "inference and saved in checkpoints.",
+          at_least(0));
+    s.add("nystrom_landmarks", &ModelConfig::nystrom_landmarks,
+          "Landmarks m of Nystrom attention (segment means of the real positions).", at_least(1));
+    s.add("nystrom_pinv_iterations", &ModelConfig::nystrom_pinv_iterations,
+          "Iterations of Nystrom attention's Moore-Penrose pseudo-inverse (Xiong et al. 2021, eq. 7).",
+          at_least(1));
+    s.add("nystrom_conv_kernel", &ModelConfig::nystrom_conv_kernel,
+          "Kernel of Nystrom attention's depthwise convolution skip over the values (odd; 0 = none).",
+          at_least(0));
+    s.add("attention_seed", &ModelConfig::attention_seed,
+          "Seed of sparse attention's random connections, performer's random features and routing's initial "
+          "centroids (part of the model: saved with it).",
+          at_least(0));
     s.add("rnn_cell", &ModelConfig::rnn_cell, "Recurrent cell of the rnn model.", one_of({"gru", "lstm"}));
     s.add("rnn_attention", &ModelConfig::rnn_attention,
           "Attention of the rnn model: bahdanau (additive, v^T tanh(W1 h + W2 s), on the previous decoder "
@@ -94,6 +178,7 @@ const config::SectionSchema<ModelConfig>& ModelConfig::schema() {
     s.add("segments", &ModelConfig::segments, "BERT segment (token type) vocabulary size.", at_least(1));
     s.on_finalize([](ModelConfig& m, const std::set<std::string>& given) {
       apply_preset(m, given);
+      validate_attention_keys(m);
       if (m.type != "rnn" && m.d_model % m.heads != 0)
         throw ConfigError("key 'model.d_model': " + std::to_string(m.d_model) +
                           " is not divisible by model.heads = " + std::to_string(m.heads));

@@ -29,8 +29,28 @@ struct ModelConfig {
   int max_positions = 1024;              // longest sequence for learned positions (and BERT)
   bool share_embeddings = false;  // one embedding table for source and target (needs a joint vocabulary)
   bool tie_output = true;         // decoder input embedding = output projection (Press & Wolf 2017)
-  std::string attention = "full";  // self-attention: full, local (window) or linear (elu+1 feature map)
-  int local_window = 16;           // local attention: attend to positions at most this far away
+  std::string attention = "full";  // self-attention of both stacks: full, local, linear, sparse, routing, performer
+  std::string encoder_attention = "";  // encoder self-attention ("" = `attention`); also nystrom
+  std::string decoder_attention = "";  // decoder self-attention ("" = `attention`); causal variants only
+  int local_window = 16;           // local attention and the sparse band: attend to positions at most this far away
+  // sparse (position-based patterns, seed 002 Fig. 4): which atomic patterns, and their sizes.
+  std::vector<std::string> sparse_pattern = {"band", "global", "random"};
+  int sparse_block_size = 32;      // block of the blockwise computation, of block-local and of random connections
+  int sparse_global_tokens = 1;    // the first g positions attend to and are attended by every position
+  int sparse_random_blocks = 1;    // random key blocks per query block
+  int sparse_dilation = 2;         // dilated band: keys i +- k * dilation ...
+  int sparse_dilated_window = 8;   // ... for k = 1 .. dilated_window
+  // routing (Roy et al. 2021).
+  int routing_clusters = 4;        // K centroids per head
+  double routing_decay = 0.999;    // lambda of the centroids' moving averages
+  // performer (Choromanski et al. 2021).
+  int performer_features = 64;     // m random features per head
+  int performer_redraw_every = 1000;  // redraw the features every this many training forward passes (0 = never)
+  // nystrom (Xiong et al. 2021).
+  int nystrom_landmarks = 32;       // m landmarks (segment means)
+  int nystrom_pinv_iterations = 6;  // iterations of the pseudo-inverse
+  int nystrom_conv_kernel = 33;     // depthwise convolution skip over the values (0 = none)
+  int attention_seed = 1;           // random connections, random features and initial centroids
 
   // RNN (Bahdanau et al. 2015 / Luong et al. 2015).
   std::string rnn_cell = "gru";            // gru or lstm
