@@ -3,6 +3,7 @@
 #include <catch2/catch.hpp>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -161,4 +162,49 @@ TEST_CASE("checkpoints written from a GPU average on the CPU to the mean of thei
     auto mean = ((pa[p.key()].cpu().to(torch::kDouble) + pb[p.key()].cpu().to(torch::kDouble)) / 2).to(torch::kFloat);
     CHECK(torch::allclose(p.value(), mean, 0, 1e-7));
   }
+}
+
+TEST_CASE("averaging keeps the newest checkpoint's performer features, a draw rather than a weight",
+          "[checkpoint_average]") {
+  parla::testing::TempDir tmp("ckpt-avg-performer");
+  std::vector<std::string> paths = {tmp.file("a.pt"), tmp.file("b.pt"), tmp.file("c.pt")};
+  std::vector<std::shared_ptr<parla::models::Seq2SeqModel>> models;
+  auto c = tiny_config();
+  c.model.decoder_attention = "performer";
+  c.model.performer_redraw_every = 1;
+  auto src = torch::tensor({5, 9, 7, 3}, torch::kLong).view({1, 4});
+  auto tgt = torch::tensor({2, 5, 6}, torch::kLong).view({1, 3});
+  for (int i = 0; i < 3; ++i) {
+    torch::manual_seed(10 + i);
+    auto model = parla::models::build_seq2seq(c.model, 20, 24);
+    model->train();
+    for (int pass = 0; pass <= i + 1; ++pass) model->forward(src, tgt);  // 1, 2, 3 redraws: three draws
+    parla::models::ModelMeta meta;
+    meta.config = parla::config::to_json(c);
+    meta.info = {{"step", std::vector<int>{100, 300, 200}[i]}};  // the newest is the middle file
+    parla::models::save_checkpoint(paths[i], *model, meta);
+    models.push_back(model);
+  }
+  const auto out = tmp.file("avg.pt");
+  parla::train::average_checkpoints(paths, out);
+  auto avg = parla::models::load_seq2seq(out).model;
+  auto named = [](parla::models::Seq2SeqModel& m) {
+    std::map<std::string, torch::Tensor> t;
+    for (auto& p : m.named_parameters(true)) t[p.key()] = p.value();
+    for (auto& b : m.named_buffers(true)) t[b.key()] = b.value();
+    return t;
+  };
+  auto got = named(*avg), a = named(*models[0]), b = named(*models[1]), c3 = named(*models[2]);
+  int draws = 0;
+  for (auto& [name, t] : got) {
+    INFO(name);
+    if (name.find("performer_features") != std::string::npos) {
+      ++draws;
+      REQUIRE(!a[name].equal(b[name]));
+      REQUIRE(t.equal(b[name]));  // the newest (step 300), not the mean
+    } else if (t.is_floating_point()) {
+      REQUIRE(torch::allclose(t, (a[name] + b[name] + c3[name]) / 3.0, 1e-5, 1e-6));
+    }
+  }
+  REQUIRE(draws == 1);
 }
