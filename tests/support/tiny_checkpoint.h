@@ -23,8 +23,9 @@ inline const std::vector<std::string>& toy_words() {
   return words;
 }
 
-// Writes the checkpoint to `path`; `seed` draws the model's weights.
-inline void write_tiny_checkpoint(const std::string& path, uint64_t seed) {
+// Writes the checkpoint to `path`; `seed` draws the model's weights; `layers` (default: tiny_transformer()) may
+// choose other layers, e.g. another self-attention variant.
+inline void write_tiny_checkpoint(const std::string& path, uint64_t seed, ModelConfig layers = tiny_transformer()) {
   const auto& words = toy_words();
   std::vector<std::string> corpus;
   for (int i = 0; i < 300; ++i) {
@@ -40,7 +41,7 @@ inline void write_tiny_checkpoint(const std::string& path, uint64_t seed) {
   const int64_t vocab = text::SentencePieceVocab::from_serialized(proto).size();
   torch::manual_seed(seed);
   Config cfg;
-  cfg.model = tiny_transformer();
+  cfg.model = layers;
   cfg.model.dropout = 0;
   auto model = models::build_seq2seq(cfg.model, vocab, vocab);
   models::ModelMeta meta;
