@@ -62,8 +62,10 @@ std::vector<std::string> model_config_differences(const nlohmann::json& checkpoi
   std::set<std::string> keys;
   for (auto it = a.begin(); it != a.end(); ++it) keys.insert(it.key());
   for (auto it = b.begin(); it != b.end(); ++it) keys.insert(it.key());
+  // A key the checkpoint lacks was added to parla after it was written: the model it built had the default.
+  static const nlohmann::json defaults = config::to_json(Config{})["model"];
   for (const auto& k : keys) {
-    auto va = a.contains(k) ? a[k] : nlohmann::json();
+    auto va = a.contains(k) ? a[k] : defaults.contains(k) ? defaults[k] : nlohmann::json();
     auto vb = b.contains(k) ? b[k] : nlohmann::json();
     if (va != vb) out.push_back("model." + k + " (checkpoint " + va.dump() + ", config " + vb.dump() + ")");
   }

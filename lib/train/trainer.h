@@ -72,7 +72,8 @@ class Trainer {
 // The effective config must name a dataset, an output directory and some way to stop. Throws ConfigError.
 void check_training_config(const Config& cfg);
 
-// Model-section keys whose values differ between two effective configs (as JSON), as "model.KEY (a vs b)".
+// Model-section keys whose values differ between two effective configs (as JSON), as "model.KEY (a vs b)". A
+// key missing from the checkpoint's config (written before parla had it) counts as its default value.
 std::vector<std::string> model_config_differences(const nlohmann::json& checkpoint, const nlohmann::json& current);
 
 }  // namespace parla::train

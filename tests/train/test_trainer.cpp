@@ -147,6 +147,19 @@ TEST_CASE("resuming with a different model config names every key that differs")
   }
 }
 
+TEST_CASE("a model key missing from an older checkpoint's config counts as its default when resuming") {
+  using nlohmann::json;
+  json current = parla::config::to_json(Config{});
+  json old = current;
+  old["model"].erase("encoder_attention");  // a checkpoint written before the key existed
+  old["model"].erase("attention_seed");
+  CHECK(parla::train::model_config_differences(old, current).empty());
+  current["model"]["encoder_attention"] = "sparse";  // now it is not the default: a real difference
+  auto diffs = parla::train::model_config_differences(old, current);
+  REQUIRE(diffs.size() == 1);
+  CHECK(diffs[0] == "model.encoder_attention (checkpoint \"\", config \"sparse\")");
+}
+
 TEST_CASE("resuming on a dataset with another vocabulary size names the sizes") {
   auto data = parla::test::toy_dataset("vocab-a", 24);
   Config cfg = parla::test::toy_config(data, "vocab-run");
