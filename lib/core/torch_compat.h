@@ -67,6 +67,26 @@ inline c10::ScalarType autocast_dtype(c10::DeviceType type) {
 #endif
 }
 
+// Turns autocast off for one device type while alive and restores it after: for computations that need fp32
+// under mixed precision (an iterative pseudo-inverse, exponentials of random features).
+class AutocastOff {
+ public:
+  explicit AutocastOff(c10::DeviceType type)
+      : type_(type), was_(autocast_enabled(type)), dtype_(autocast_dtype(type)) {
+    if (was_) set_autocast(type_, false, dtype_);
+  }
+  ~AutocastOff() {
+    if (was_) set_autocast(type_, true, dtype_);
+  }
+  AutocastOff(const AutocastOff&) = delete;
+  AutocastOff& operator=(const AutocastOff&) = delete;
+
+ private:
+  c10::DeviceType type_;
+  bool was_;
+  c10::ScalarType dtype_;
+};
+
 // A fresh generator on `device`, seeded. 1.13 (Debian) has no CUDA, so a CUDA device there is a usage error that
 // runtime::resolve_device has already refused.
 inline at::Generator make_generator(const c10::Device& device, uint64_t seed) {

@@ -79,25 +79,6 @@ NystromFactors nystrom_factors(const torch::Tensor& q, const torch::Tensor& k, c
   return out;
 }
 
-// Turns autocast off for one device type while alive: under mixed precision, autocast would run the pinv
-// iteration's matmuls in fp16/bf16, whose rounding (1e-3) the residual I - A Z cannot get below.
-class AutocastOff {
- public:
-  explicit AutocastOff(c10::DeviceType type)
-      : type_(type), was_(compat::autocast_enabled(type)), dtype_(compat::autocast_dtype(type)) {
-    if (was_) compat::set_autocast(type_, false, dtype_);
-  }
-  ~AutocastOff() {
-    if (was_) compat::set_autocast(type_, true, dtype_);
-  }
-  AutocastOff(const AutocastOff&) = delete;
-  AutocastOff& operator=(const AutocastOff&) = delete;
-
- private:
-  c10::DeviceType type_;
-  bool was_;
-  c10::ScalarType dtype_;
-};
 
 torch::Tensor landmark_pinv(const torch::Tensor& a, int64_t iterations, bool exact) {
   if (!exact) return iterative_pinv(a, iterations);
@@ -123,7 +104,9 @@ torch::Tensor iterative_pinv(const torch::Tensor& a, int64_t iterations) {
   TORCH_CHECK(a.dim() >= 2, "iterative_pinv: need a matrix [..., r, c], got ", a.sizes());
   TORCH_CHECK(iterations >= 0, "iterative_pinv: negative iteration count ", iterations);
   // Reduced precision cannot resolve the residual the iteration drives to zero; iterate in float32.
-  AutocastOff no_autocast(a.device().type());
+  // Under mixed precision autocast would run the iteration's matmuls in fp16/bf16, whose rounding (1e-3) the
+  // residual I - A Z cannot get below.
+  compat::AutocastOff no_autocast(a.device().type());
   const bool reduced = a.scalar_type() == torch::kHalf || a.scalar_type() == torch::kBFloat16;
   auto x = reduced ? a.to(torch::kFloat) : a;
   auto abs = x.abs();

@@ -53,24 +53,6 @@ torch::Tensor causal_key_shift(const torch::Tensor& w, const torch::Tensor& like
 // feature of 40 is off by up to 0.125 in bfloat16, its exp by 13%): half and bfloat16 inputs are computed in
 // float32, with autocast off for their device type meanwhile (as nystrom_attention does), and results returned in
 // the input dtype.
-class AutocastOff {
- public:
-  explicit AutocastOff(c10::DeviceType type)
-      : type_(type), was_(compat::autocast_enabled(type)), dtype_(compat::autocast_dtype(type)) {
-    if (was_) compat::set_autocast(type_, false, dtype_);
-  }
-  ~AutocastOff() {
-    if (was_) compat::set_autocast(type_, true, dtype_);
-  }
-  AutocastOff(const AutocastOff&) = delete;
-  AutocastOff& operator=(const AutocastOff&) = delete;
-
- private:
-  c10::DeviceType type_;
-  bool was_;
-  c10::ScalarType dtype_;
-};
-
 torch::Tensor widen(const torch::Tensor& x) {
   if (!x.defined()) return x;
   const auto t = x.scalar_type();
@@ -135,7 +117,7 @@ torch::Tensor to_chunks(const torch::Tensor& x, int64_t n, int64_t c) {
 
 torch::Tensor orthogonal_random_features(int64_t m, int64_t d, uint64_t seed, bool orthogonal) {
   TORCH_CHECK(m >= 1 && d >= 1, "orthogonal_random_features: m and d must be positive");
-  auto gen = at::detail::createCPUGenerator(seed);
+  auto gen = compat::make_generator(c10::Device(c10::DeviceType::CPU), seed);
   auto opts = torch::TensorOptions().dtype(torch::kFloat64);
   if (!orthogonal) return torch::randn({m, d}, gen, opts).to(torch::kFloat32);
   std::vector<torch::Tensor> blocks;
@@ -159,7 +141,7 @@ torch::Tensor favor_features(const torch::Tensor& x, const torch::Tensor& w) {
 
 torch::Tensor performer_attention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                   const torch::Tensor& key_valid, const torch::Tensor& w, bool causal) {
-  performer_impl::AutocastOff no_autocast(q.device().type());
+  compat::AutocastOff no_autocast(q.device().type());
   const auto dtype = torch::promote_types(q.scalar_type(), v.scalar_type());
   auto f = performer_impl::stable_features(performer_impl::widen(q), performer_impl::widen(k), key_valid, w, causal);
   auto vw = performer_impl::widen(v);
@@ -194,7 +176,7 @@ torch::Tensor performer_attention(const torch::Tensor& q, const torch::Tensor& k
 
 torch::Tensor performer_attention_weights(const torch::Tensor& q, const torch::Tensor& k,
                                           const torch::Tensor& key_valid, const torch::Tensor& w, bool causal) {
-  performer_impl::AutocastOff no_autocast(q.device().type());
+  compat::AutocastOff no_autocast(q.device().type());
   auto f = performer_impl::stable_features(performer_impl::widen(q), performer_impl::widen(k), key_valid, w, causal);
   auto a = torch::matmul(f.q, f.k.transpose(-2, -1));
   if (causal) {
@@ -207,7 +189,7 @@ torch::Tensor performer_attention_weights(const torch::Tensor& q, const torch::T
 torch::Tensor performer_attention_step(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                        const torch::Tensor& w, LinearAttentionState& state) {
   TORCH_CHECK(q.size(2) == 1 && k.size(2) == 1 && v.size(2) == 1, "performer_attention_step takes one position");
-  performer_impl::AutocastOff no_autocast(q.device().type());
+  compat::AutocastOff no_autocast(q.device().type());
   const auto dtype = torch::promote_types(q.scalar_type(), v.scalar_type());
   auto f = performer_impl::stable_features(performer_impl::widen(q), performer_impl::widen(k), {}, w, /*causal=*/true);
   auto kv = torch::matmul(f.k.transpose(-2, -1), performer_impl::widen(v));  // [B,H,m,Dv]
