@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "nn/masked_softmax.h"
+#include "nn/word_dropout.h"
 
 namespace parla::models {
 
@@ -105,7 +106,8 @@ std::unique_ptr<RnnState> RnnModel::encode(const torch::Tensor& src) {
   // Packing keeps padding out of the backward direction; an all-padding row is given length 1 (its embedding
   // is the zero pad vector) because packing rejects empty sequences.
   auto lengths = state->valid.sum(1).clamp_min(1).to(torch::kCPU);
-  auto packed = torch::nn::utils::rnn::pack_padded_sequence(drop(src_embed(src)), lengths, true, false);
+  auto packed = torch::nn::utils::rnn::pack_padded_sequence(
+      drop(nn::word_dropout(src_embed(src), cfg_.source_word_dropout, is_training())), lengths, true, false);
   auto [out, hn] = [&]() -> std::pair<torch::nn::utils::rnn::PackedSequence, torch::Tensor> {
     if (lstm_) {
       auto r = enc_lstm->forward_with_packed_input(packed);
@@ -171,7 +173,7 @@ torch::Tensor RnnModel::decode_step(const torch::Tensor& emb, RnnState& state, t
 torch::Tensor RnnModel::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {
   TORCH_CHECK(tgt_in.dim() == 2 && tgt_in.size(0) == src.size(0), "tgt_in must be [B, T] with the batch of src");
   auto state = encode(src);
-  auto emb = drop(tgt_embed(tgt_in));
+  auto emb = drop(nn::word_dropout(tgt_embed(tgt_in), cfg_.target_word_dropout, is_training()));
   std::vector<torch::Tensor> outs;
   for (int64_t t = 0; t < tgt_in.size(1); ++t) outs.push_back(decode_step(emb.select(1, t), *state, nullptr));
   auto h = drop(torch::stack(outs, 1));

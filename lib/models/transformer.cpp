@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "nn/word_dropout.h"
 
 namespace parla::models {
 
@@ -105,14 +106,16 @@ int64_t TransformerModel::max_positions() const {
 }
 
 torch::Tensor TransformerModel::embed(nn::Embedding& table, nn::PositionalEncoding& positions, const torch::Tensor& ids,
-                                      int64_t offset) {
-  auto x = table(ids) + positions(ids.size(1), offset, table->weight.options()).to(table->weight.dtype());
+                                      int64_t offset, double word_dropout) {
+  // Word dropout removes the token, not its position: positions are added to the dropped rows too.
+  auto x = nn::word_dropout(table(ids), word_dropout, is_training()) +
+           positions(ids.size(1), offset, table->weight.options()).to(table->weight.dtype());
   return cfg_.dropout > 0 && is_training() ? torch::dropout(x, cfg_.dropout, true) : x;
 }
 
 torch::Tensor TransformerModel::encode(const torch::Tensor& src) {
   TORCH_CHECK(src.dim() == 2, "src must be [B, S]");
-  return encoder(embed(src_embed, src_positions, src, 0), src.ne(kPadId));
+  return encoder(embed(src_embed, src_positions, src, 0, cfg_.source_word_dropout), src.ne(kPadId));
 }
 
 torch::Tensor TransformerModel::output_logits(const torch::Tensor& hidden) {
@@ -123,7 +126,8 @@ torch::Tensor TransformerModel::output_logits(const torch::Tensor& hidden) {
 torch::Tensor TransformerModel::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {
   TORCH_CHECK(tgt_in.dim() == 2 && tgt_in.size(0) == src.size(0), "tgt_in must be [B, T] with the batch of src");
   auto memory = encode(src);
-  auto h = decoder->forward(embed(tgt_embed, tgt_positions, tgt_in, 0), memory, src.ne(kPadId));
+  auto h = decoder->forward(embed(tgt_embed, tgt_positions, tgt_in, 0, cfg_.target_word_dropout), memory,
+                            src.ne(kPadId));
   return output_logits(h);
 }
 

@@ -67,8 +67,9 @@ class TransformerModel : public Seq2SeqModel {
   std::shared_ptr<const nn::Int8Matrix> output_int8;
 
  private:
+  // Token embeddings (with word dropout `word_dropout` in training) + positions, then embedding dropout.
   torch::Tensor embed(nn::Embedding& table, nn::PositionalEncoding& positions, const torch::Tensor& ids,
-                      int64_t offset);
+                      int64_t offset, double word_dropout = 0.0);
   ModelConfig cfg_;
   int64_t src_vocab_, tgt_vocab_;
 };

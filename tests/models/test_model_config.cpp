@@ -53,3 +53,21 @@ TEST_CASE("model keys reject values outside their choices") {
   CHECK_THROWS_AS(b.set("model.rnn_cell", "tanh", "test"), parla::ConfigError);
   CHECK_THROWS_AS(b.set("model.local_window", 0, "test"), parla::ConfigError);
 }
+
+TEST_CASE("word dropout keys: probabilities in [0, 0.99], and a BERT model refuses them naming the key") {
+  ConfigBuilder b;
+  CHECK_THROWS_WITH(b.set("model.source_word_dropout", 1.0, "test"),
+                    Catch::Contains("model.source_word_dropout"));
+  CHECK_THROWS_WITH(b.set("model.target_word_dropout", -0.1, "test"),
+                    Catch::Contains("model.target_word_dropout"));
+  ConfigBuilder ok;
+  ok.set("model.source_word_dropout", 0.1, "test");
+  ok.set("model.target_word_dropout", 0.2, "test");
+  auto cfg = ok.build();
+  CHECK(cfg.model.source_word_dropout == Approx(0.1));
+  CHECK(cfg.model.target_word_dropout == Approx(0.2));
+  ConfigBuilder bert;
+  bert.set("model.type", "bert", "test");
+  bert.set("model.target_word_dropout", 0.1, "test");
+  CHECK_THROWS_WITH(bert.build(), Catch::Contains("model.target_word_dropout"));
+}

@@ -93,6 +93,15 @@ const config::SectionSchema<ModelConfig>& ModelConfig::schema() {
           between(0, 0.99));
     s.add("activation_dropout", &ModelConfig::activation_dropout,
           "Dropout after the feed-forward activation.", between(0, 0.99));
+    s.add("source_word_dropout", &ModelConfig::source_word_dropout,
+          "Word dropout on the source: in training each source token's whole embedding is zeroed with this "
+          "probability and the kept ones scaled by 1/(1-p) (Sennrich et al. 2016; Marian's --dropout-src). "
+          "Transformer and rnn models.",
+          between(0, 0.99));
+    s.add("target_word_dropout", &ModelConfig::target_word_dropout,
+          "Word dropout on the decoder's input tokens (the shifted target), as source_word_dropout (Marian's "
+          "--dropout-trg).",
+          between(0, 0.99));
     s.add("activation", &ModelConfig::activation, "Feed-forward activation.", one_of({"relu", "gelu"}));
     s.add("norm", &ModelConfig::norm,
           "Layer norm placement: post (after the residual sum, as in the paper) or pre (before each sublayer, "
@@ -179,6 +188,11 @@ const config::SectionSchema<ModelConfig>& ModelConfig::schema() {
     s.on_finalize([](ModelConfig& m, const std::set<std::string>& given) {
       apply_preset(m, given);
       validate_attention_keys(m);
+      if (m.type == "bert" && (m.source_word_dropout > 0 || m.target_word_dropout > 0))
+        throw ConfigError(std::string("key 'model.") +
+                          (m.source_word_dropout > 0 ? "source_word_dropout" : "target_word_dropout") +
+                          "': word dropout is for translation models (transformer, rnn); BERT masks tokens "
+                          "with training.mlm_prob instead");
       if (m.type != "rnn" && m.d_model % m.heads != 0)
         throw ConfigError("key 'model.d_model': " + std::to_string(m.d_model) +
                           " is not divisible by model.heads = " + std::to_string(m.heads));

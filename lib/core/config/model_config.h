@@ -23,6 +23,8 @@ struct ModelConfig {
   double dropout = 0.1;          // residual and embedding dropout (P_drop)
   double attention_dropout = 0.0;   // dropout on attention weights
   double activation_dropout = 0.0;  // dropout after the feed-forward activation
+  double source_word_dropout = 0.0;  // drop whole source tokens' embeddings in training (translation models)
+  double target_word_dropout = 0.0;  // drop whole target (decoder input) tokens' embeddings in training
   std::string activation = "relu";  // relu or gelu
   std::string norm = "post";        // post (as in the paper) or pre (layer norm before each sublayer)
   std::string positions = "sinusoidal";  // sinusoidal or learned
