@@ -30,6 +30,7 @@
 #include "train/task.h"
 #include "train/training_state.h"
 #include "train/translation_task.h"
+#include "train/weight_ema.h"
 
 namespace fs = std::filesystem;
 
@@ -158,6 +159,8 @@ struct Trainer::Impl {
   // Used only when precision is fp16; its state travels in checkpoints as "loss_scaler".
   DynamicLossScaler scaler{LossScalerOptions::from_config(cfg.training)};
   TrainingState state;
+  // training.ema_decay > 0: the moving average of the weights, which validation and checkpoint_best.pt use.
+  std::unique_ptr<WeightEma> ema;
   MetricsLog metrics;
   std::string save_dir;
   std::string src_spm, tgt_spm;
@@ -216,6 +219,7 @@ struct Trainer::Impl {
     } else {
       dp->broadcast_parameters(*model);
     }
+    if (t.ema_decay > 0 && !ema) ema = std::make_unique<WeightEma>(*model, t.ema_decay);
     if (master) {
       std::error_code ec;
       fs::create_directories(save_dir, ec);
@@ -261,6 +265,13 @@ struct Trainer::Impl {
         throw DataError("'" + path + "' has no optimizer state (a model-only or averaged checkpoint?)");
       optimizer->load(opt);
       state.load(a, path, device);
+      if (cfg.training.ema_decay > 0) {
+        ema = std::make_unique<WeightEma>(*model, cfg.training.ema_decay);
+        if (!ema->load(a, path))
+          spdlog::warn("'{}' holds no weight average (it was written with training.ema_decay 0): the average "
+                       "starts from its weights",
+                       path);
+      }
       torch::serialize::InputArchive ts;
       if (a.try_read("task_state", ts)) task->load_state(ts);
       scaler.load(a, path);  // absent (fp32/bf16 checkpoint): a fresh scaler
@@ -340,7 +351,16 @@ struct Trainer::Impl {
       task->save_state(ts);
       a.write("task_state", ts);
       if (precision == c10::ScalarType::Half) scaler.save(a);
+      if (ema) ema->save(a);
     });
+    if (ema) {
+      // The average as a model of its own, to translate with (no optimizer state: not a run to resume).
+      models::ModelMeta averaged = meta;
+      averaged.info["weights"] = "ema";
+      averaged.info["ema_decay"] = cfg.training.ema_decay;
+      with_averaged_weights(ema.get(),
+                            [&] { models::save_checkpoint(save_dir + "/checkpoint_ema.pt", *model, averaged); });
+    }
     if (keep_numbered && cfg.training.keep_last > 0) {
       copy_atomically(last, save_dir + "/checkpoint_" + std::to_string(state.step) + ".pt");
       prune_numbered();
@@ -373,7 +393,7 @@ struct Trainer::Impl {
   Verdict validate(TrainResult& result) {
     const auto rng = GeneratorStates::capture(device);
     auto t0 = Clock::now();
-    ValidationResult r = task->validate(device);
+    ValidationResult r = with_averaged_weights(ema.get(), [&] { return task->validate(device); });
     model->train();
     rng.restore(device);
     double secs = std::chrono::duration<double>(Clock::now() - t0).count();
@@ -410,7 +430,10 @@ struct Trainer::Impl {
   // checkpoint_last.pt (+ checkpoint_<step>.pt), and checkpoint_best.pt when the validation just improved.
   void save(bool keep_numbered, bool best) {
     save_checkpoints(keep_numbered);
-    if (best && master) copy_atomically(save_dir + "/checkpoint_last.pt", save_dir + "/checkpoint_best.pt");
+    // With an average, the validated weights are the average's: best is a copy of checkpoint_ema.pt.
+    if (best && master)
+      copy_atomically(save_dir + (ema ? "/checkpoint_ema.pt" : "/checkpoint_last.pt"),
+                      save_dir + "/checkpoint_best.pt");
   }
 
   // What one update left on the device until the next progress line reads it (one read for the whole interval).
@@ -724,6 +747,7 @@ struct Trainer::Impl {
         optimizer->step();
         optimizer->zero_grad();
         ++state.step;
+        if (ema) ema->update(state.step);
         saved_at_step = false;
         state.tokens += static_cast<int64_t>(update_tokens);
         pending.skipped = false;

@@ -31,6 +31,13 @@ const config::SectionSchema<TrainingConfig>& TrainingConfig::schema() {
         .flag("--label-smoothing");
     s.add("clip_norm", &TrainingConfig::clip_norm, "Clip the global gradient L2 norm to this value (0 = off).",
           at_least(0)).flag("--clip-norm");
+    s.add("ema_decay", &TrainingConfig::ema_decay,
+          "Keep an exponential moving average of the weights, avg <- d avg + (1 - d) w after every update with "
+          "d = min(ema_decay, (1 + step) / (10 + step)) (Polyak averaging; Marian's --exponential-smoothing, "
+          "fairseq's --ema-decay). Validation, early stopping and checkpoint_best.pt then use the average, and "
+          "every save also writes it as checkpoint_ema.pt; checkpoint_last.pt keeps the raw weights (and the "
+          "average, for --resume). 0 = off; typical 0.999-0.9999.",
+          between(0, 0.999999)).flag("--ema-decay");
     s.add("batch_tokens", &TrainingConfig::batch_tokens,
           "Token budget per batch: sentences x (longest source + longest target), padding included. Lower it "
           "when memory runs out.",

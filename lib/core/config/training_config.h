@@ -22,6 +22,7 @@ struct TrainingConfig {
   double weight_decay = 0.0;       // decoupled (AdamW)
   double label_smoothing = 0.1;    // epsilon_ls
   double clip_norm = 0.0;          // clip the global gradient L2 norm to this (0 = off)
+  double ema_decay = 0.0;          // exponential moving average of the weights, validated and saved (0 = off)
 
   // Batching.
   int batch_tokens = 4096;         // padded source+target tokens per batch
