@@ -1,12 +1,12 @@
 #include <catch2/catch.hpp>
 
-#include <sstream>
 #include <vector>
 
 #include <torch/serialize.h>
 
 #include "core/config.h"
 #include "core/error.h"
+#include "support/archives.h"
 #include "train/dynamic_loss_scaler.h"
 
 using parla::train::DynamicLossScaler;
@@ -27,10 +27,7 @@ LossScalerOptions small(double init = 8, int64_t window = 3, double min_scale = 
 DynamicLossScaler round_trip(const DynamicLossScaler& s, LossScalerOptions into) {
   torch::serialize::OutputArchive out;
   s.save(out);
-  std::stringstream bytes;
-  out.save_to(bytes);
-  torch::serialize::InputArchive in;
-  in.load_from(bytes);
+  auto in = parla::testing::reread(out);
   DynamicLossScaler r(into);
   REQUIRE(r.load(in, "mem.pt"));
   return r;
@@ -128,10 +125,7 @@ TEST_CASE(
     "[loss_scaler]") {
   torch::serialize::OutputArchive out;
   out.write("something_else", c10::IValue(int64_t{1}));
-  std::stringstream bytes;
-  out.save_to(bytes);
-  torch::serialize::InputArchive in;
-  in.load_from(bytes);
+  auto in = parla::testing::reread(out);
   DynamicLossScaler s(small(/*init=*/16));
   CHECK_FALSE(s.load(in, "old.pt"));
   CHECK(s.scale() == 16);
@@ -139,10 +133,7 @@ TEST_CASE(
 
   torch::serialize::OutputArchive bad;
   bad.write("loss_scaler", c10::IValue(std::string(R"({"scale": -1, "good_updates": 0, "overflows": 0})")));
-  std::stringstream bad_bytes;
-  bad.save_to(bad_bytes);
-  torch::serialize::InputArchive bad_in;
-  bad_in.load_from(bad_bytes);
+  auto bad_in = parla::testing::reread(bad);
   CHECK_THROWS_WITH(s.load(bad_in, "bad.pt"), Catch::Contains("bad.pt") && Catch::Contains("loss_scaler"));
 }
 

@@ -6,7 +6,6 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
-#include <sstream>
 
 #include <torch/torch.h>
 
@@ -14,6 +13,7 @@
 #include "core/error.h"
 #include "models/checkpoint.h"
 #include "models/factory.h"
+#include "support/archives.h"
 #include "support/tensors.h"
 #include "toy_dataset.h"
 #include "train/trainer.h"
@@ -51,6 +51,14 @@ TEST_CASE("weight EMA follows avg <- d_t avg + (1 - d_t) w with d_t = min(decay,
   CHECK(max_abs_diff(ema.average("bias").to(torch::kDouble), ref_b) < 1e-5);
 }
 
+TEST_CASE("training.ema_decay accepts [0, 1) and names the key for a value outside") {
+  parla::config::ConfigBuilder b;
+  CHECK_THROWS_WITH(b.set("training.ema_decay", 1.0, "test"), Catch::Contains("training.ema_decay"));
+  CHECK_THROWS_WITH(b.set("training.ema_decay", -0.5, "test"), Catch::Contains("training.ema_decay"));
+  b.set("training.ema_decay", 0.999, "test");
+  CHECK(b.build().training.ema_decay == Approx(0.999));
+}
+
 TEST_CASE("weight EMA: swap exchanges model and average exactly, and twice restores both") {
   torch::manual_seed(4);
   torch::nn::Linear lin(4, 4);
@@ -86,25 +94,17 @@ TEST_CASE("weight EMA: saved and loaded by name, a missing section is reported, 
   ema.update(50);
   torch::serialize::OutputArchive out;
   ema.save(out);
-  std::stringstream buf;
-  out.save_to(buf);
-  torch::serialize::InputArchive in;
-  in.load_from(buf);
+  auto in = parla::testing::reread(out);
   WeightEma back(*lin, 0.7);
   REQUIRE(back.load(in, "x.pt"));
   CHECK(back.average("weight").equal(ema.average("weight")));
   torch::serialize::OutputArchive empty_out;
   empty_out.write("other", torch::zeros({1}));
-  std::stringstream empty_buf;
-  empty_out.save_to(empty_buf);
-  torch::serialize::InputArchive empty_in;
-  empty_in.load_from(empty_buf);
+  auto empty_in = parla::testing::reread(empty_out);
   CHECK_FALSE(back.load(empty_in, "x.pt"));
   torch::nn::Linear other(3, 5);
   WeightEma wrong(*other, 0.7);
-  torch::serialize::InputArchive again;
-  buf.seekg(0);
-  again.load_from(buf);
+  auto again = parla::testing::reread(out);
   CHECK_THROWS_WITH(wrong.load(again, "x.pt"), Catch::Contains("x.pt"));
 }
 
