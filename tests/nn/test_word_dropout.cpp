@@ -1,14 +1,15 @@
 // Word dropout (nn/word_dropout.h): whole token rows dropped with probability p, the rest scaled by 1/(1-p);
-// checked row by row against its definition, the drop rate against the binomial distribution, and through the
-// Transformer and RNN models against a hand-built dropped input.
+// checked row by row against its definition, the drop rate against the binomial distribution, through the
+// Transformer encoder against a hand-built dropped input, and for each side of both models by its effect.
 #include <catch2/catch.hpp>
 
 #include <torch/torch.h>
 
 #include <cmath>
+#include <string>
 
 #include "core/error.h"
-#include "models/rnn.h"
+#include "models/factory.h"
 #include "models/tiny_config.h"
 #include "models/transformer.h"
 #include "nn/word_dropout.h"
@@ -92,38 +93,30 @@ TEST_CASE("transformer: source word dropout in training equals the encoder run o
                                                       src.ne(0))) < 1e-6);
 }
 
-TEST_CASE("transformer and rnn: target word dropout changes training outputs only, and 0 changes nothing") {
+TEST_CASE("transformer and rnn: source and target word dropout each change training outputs only") {
   auto src = torch::tensor({5, 9, 7, 11, 3, 6, 8, 4, 3, 0}, torch::kLong).view({2, 5});
   auto tgt = torch::tensor({2, 5, 6, 7, 2, 10, 11, 12}, torch::kLong).view({2, 4});
-  for (bool rnn : {false, true}) {
-    auto cfg = rnn ? parla::testing::tiny_rnn() : parla::testing::tiny_transformer();
-    cfg.dropout = 0;
-    torch::manual_seed(7);
-    std::shared_ptr<parla::models::Seq2SeqModel> model;
-    if (rnn)
-      model = std::make_shared<parla::models::RnnModel>(cfg, 30, 30);
-    else
-      model = std::make_shared<parla::models::TransformerModel>(cfg, 30, 30);
-    torch::NoGradGuard g;
-    model->eval();
-    auto reference = model->forward(src, tgt);
-    model->train();
-    CAPTURE(rnn);
-    CHECK(max_abs_diff(model->forward(src, tgt), reference) < 1e-5);  // no word dropout: training = eval
-    cfg.target_word_dropout = 0.5;
-    cfg.source_word_dropout = 0.5;
-    torch::manual_seed(7);
-    std::shared_ptr<parla::models::Seq2SeqModel> dropping;
-    if (rnn)
-      dropping = std::make_shared<parla::models::RnnModel>(cfg, 30, 30);
-    else
-      dropping = std::make_shared<parla::models::TransformerModel>(cfg, 30, 30);
-    dropping->eval();
-    CHECK(max_abs_diff(dropping->forward(src, tgt), reference) < 1e-6);  // same weights, eval: unchanged
-    dropping->train();
-    torch::manual_seed(8);
-    CHECK(max_abs_diff(dropping->forward(src, tgt), reference) > 1e-3);
-  }
+  for (bool rnn : {false, true})
+    for (std::string side : {"source", "target"}) {
+      CAPTURE(rnn, side);
+      auto cfg = rnn ? parla::testing::tiny_rnn() : parla::testing::tiny_transformer();
+      cfg.dropout = 0;
+      torch::manual_seed(7);
+      auto model = parla::models::build_seq2seq(cfg, 30, 30);
+      torch::NoGradGuard g;
+      model->eval();
+      auto reference = model->forward(src, tgt);
+      model->train();
+      CHECK(max_abs_diff(model->forward(src, tgt), reference) < 1e-5);  // no word dropout: training = eval
+      (side == "source" ? cfg.source_word_dropout : cfg.target_word_dropout) = 0.5;
+      torch::manual_seed(7);
+      auto dropping = parla::models::build_seq2seq(cfg, 30, 30);
+      dropping->eval();
+      CHECK(max_abs_diff(dropping->forward(src, tgt), reference) < 1e-6);  // same weights, eval: unchanged
+      dropping->train();
+      torch::manual_seed(8);
+      CHECK(max_abs_diff(dropping->forward(src, tgt), reference) > 1e-3);
+    }
 }
 
 }  // namespace word_dropout_tests
