@@ -39,8 +39,8 @@ def parse_grid(spec):
     key, sep, values = spec.partition("=")
     if not sep or not re.fullmatch(r"[a-z_]+\.[a-z_0-9]+", key) or not values:
         raise UsageError(f"--grid '{spec}': expected SECTION.KEY=V1,V2,... (e.g. training.lr=5e-4,1e-3)")
-    vals = [v for v in values.split(",")]
-    if any(v == "" for v in vals):
+    vals = values.split(",")
+    if "" in vals:
         raise UsageError(f"--grid '{spec}': an empty value")
     return key, vals
 
@@ -72,7 +72,7 @@ def finished(log_path):
 
 def train(args):
     grids = [parse_grid(g) for g in args.grid]
-    seeds = [s for s in args.seeds.split(",")] if args.seeds else []
+    seeds = args.seeds.split(",") if args.seeds else []
     if any(not s.isdigit() for s in seeds):
         raise UsageError(f"--seeds '{args.seeds}': expected integers, e.g. 1,2,3")
     for s in args.set:
@@ -103,8 +103,9 @@ def train(args):
         print(f"sweep: [{i}/{len(runs)}] {name}: training (log {log})", file=sys.stderr)
         with open(log, "w", encoding="utf-8") as err:
             rc = subprocess.call(cmd, stdout=subprocess.DEVNULL, stderr=err)
-        with open(os.path.join(run_dir, "sweep.json") if os.path.isdir(run_dir) else os.devnull, "w") as f:
-            json.dump({k: v for k, v in settings}, f)
+        if os.path.isdir(run_dir):  # the settings for `table`
+            with open(os.path.join(run_dir, "sweep.json"), "w") as f:
+                json.dump(dict(settings), f)
         if rc != 0:
             print(f"sweep: {name} failed with exit code {rc}; see {log}", file=sys.stderr)
             failed.append(name)
@@ -173,8 +174,8 @@ def print_table(out_dir, metric=None):
 
 
 def decode(args):
-    beams = [b for b in args.beam.split(",")]
-    lenpens = [p for p in args.lenpen.split(",")]
+    beams = args.beam.split(",")
+    lenpens = args.lenpen.split(",")
     if any(not b.isdigit() or int(b) < 1 for b in beams):
         raise UsageError(f"--beam '{args.beam}': expected positive integers, e.g. 4,5,6")
     for p in lenpens:
