@@ -51,7 +51,7 @@ TEST_CASE("weight EMA follows avg <- d_t avg + (1 - d_t) w with d_t = min(decay,
   CHECK(max_abs_diff(ema.average("bias").to(torch::kDouble), ref_b) < 1e-5);
 }
 
-TEST_CASE("training.ema_decay accepts [0, 1) and names the key for a value outside") {
+TEST_CASE("training.ema_decay below 0 or at 1 is refused naming the key, and 0.999 is taken") {
   parla::config::ConfigBuilder b;
   CHECK_THROWS_WITH(b.set("training.ema_decay", 1.0, "test"), Catch::Contains("training.ema_decay"));
   CHECK_THROWS_WITH(b.set("training.ema_decay", -0.5, "test"), Catch::Contains("training.ema_decay"));
