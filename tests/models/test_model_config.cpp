@@ -54,7 +54,7 @@ TEST_CASE("model keys reject values outside their choices") {
   CHECK_THROWS_AS(b.set("model.local_window", 0, "test"), parla::ConfigError);
 }
 
-TEST_CASE("word dropout keys: probabilities in [0, 0.99], and a BERT model refuses them naming the key") {
+TEST_CASE("word dropout keys take probabilities from 0 to 0.99, and a BERT model refuses them naming the key") {
   ConfigBuilder b;
   CHECK_THROWS_WITH(b.set("model.source_word_dropout", 1.0, "test"),
                     Catch::Contains("model.source_word_dropout"));
