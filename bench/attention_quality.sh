@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Quality of the self-attention variants at an equal budget (issue 14): each variant becomes the ENCODER
 # self-attention of a recipe (decoder and cross-attention stay full), trained for the same number of updates
-# with the same seed and data, its last checkpoints averaged, the test set translated and scored. Prints one
-# table row per variant (updates, training minutes, source+target tokens/s, validation loss of the last weights,
-# BLEU, chrF) and keeps the logs.
+# with the same seed and data, the 4 checkpoints of its second half averaged (one every steps/8 updates), the
+# test set translated and scored. Prints one table row per variant (updates, training minutes, source+target
+# tokens/s, validation loss of the last weights, BLEU, chrF) and keeps the logs.
 #
 #   bash bench/attention_quality.sh multi30k [--steps 1500] [--variants full,local,sparse,...] [--out DIR]
 #                                            [--set training.warmup_steps=400 ...]
@@ -70,7 +70,7 @@ for v in ${variants//,/ }; do
   # A variant whose training finished in an earlier call is only translated and scored again.
   if ! grep -q "training done (max_steps): $steps steps" "$run.train.log" 2> /dev/null; then
     $B/parla-train --config $config --data "$out/data" --save-dir "$run" --overwrite --max-steps "$steps" \
-      --set training.max_time=0 --set training.save_every=$((steps / 4)) --set training.keep_last=4 \
+      --set training.max_time=0 --set training.save_every=$((steps / 8)) --set training.keep_last=4 \
       --set training.valid_every="$steps" --set model.encoder_attention="$v" "${extra[@]}" "${sets[@]}" \
       2> "$run.train.log"
   fi
