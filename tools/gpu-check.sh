@@ -10,6 +10,12 @@
 #   bench       bench_train (tiny, base; fp32 and bf16) and translation speed with the shared Multi30k model
 #   decode      the shared Multi30k model on CPU and GPU (fp32, TF32 off): identical lines, score gaps
 #   serve       continuous against static batching on the GPU (bench_continuous; issue 16's open measurement)
+#   search      issue 19's recipe search: the Multi30k variants of search_variants below, $SEARCH_JOBS (default 8)
+#               at a time on the one GPU (a 7.6 M-parameter model leaves most of an H100 idle), each for
+#               $SEARCH_STEPS (default 4000) updates in bf16 (capped at $SEARCH_MINUTES, default 7); then each
+#               run's last 4 checkpoints averaged and decoded on *validation* with beam 5 and length penalties
+#               0.6, 1.0, 1.4 (tools/sweep.py decode). For a dry run on a CPU: SEARCH_DEVICE=cpu, few steps, and
+#               $SEARCH_VALID_LINES (validation and the decode sweep on the first N validation pairs only).
 # Machines without apt (the project's GPU machine): Debian packages fetched on the CPU machine with
 # ../shared/device/fetch-debs.sh .device/debs are unpacked under /opt/deps; small shared data travels in
 # .device/shared (tools/gpu-prepare.sh makes both). Results go to DIR (default out/gpu-check): one log per phase.
@@ -40,7 +46,7 @@ if [ -d "$ROOT/.device/debs" ] && ! dpkg-query -W libspdlog-dev >/dev/null 2>&1;
   export LIBRARY_PATH="$D/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
   EXTRA_PREFIX=";$D"
 fi
-TORCH_PREFIX=$(python3 -W ignore -c 'import os, torch; print(torch.utils.cmake_prefix_path + ";" + os.path.dirname(torch.__file__))' 2>/dev/null)
+TORCH_PREFIX=$(python3 -W ignore -c 'import os, torch; print(torch.utils.cmake_prefix_path + ";" + os.path.dirname(torch.__file__))' 2>/dev/null) || true  # none on a CPU machine (dry runs with an existing build)
 BIN=$BUILD/bin
 
 phase_build() {
@@ -137,10 +143,64 @@ phase_serve() {
   "$BUILD/bench/bench_continuous" "$M/average.pt" "$D/test_2016_flickr.en" 1000 16,64,256 5 1,8 cuda
 }
 
+# Issue 19's search grid: one line per run, NAME then --set overrides of configs/multi30k-en-de-small.json.
+# The base recipe, its regularisers one at a time, and model shapes at about equal or lower cost.
+search_variants() {
+  cat <<'LIST'
+base
+wdrop0.1 model.source_word_dropout=0.1 model.target_word_dropout=0.1
+ema0.9995 training.ema_decay=0.9995
+drop0.4 model.dropout=0.4 model.activation_dropout=0.1
+prenorm-lr1.5e-3 model.norm=pre training.lr=0.0015
+lr1e-3-warm1000 training.lr=0.001 training.warmup_steps=1000
+tiny4x128 model.d_model=128 model.ffn_dim=512 model.encoder_layers=4 model.decoder_layers=4 training.lr=0.002
+deep6x256 model.encoder_layers=6 model.decoder_layers=6
+LIST
+}
+
+phase_search() {
+  local D="$SHARED/data/multi30k" W="$ROOT/out/search-gpu" C=configs/multi30k-en-de-small.json
+  local dev=${SEARCH_DEVICE:-cuda} steps=${SEARCH_STEPS:-4000} jobs=${SEARCH_JOBS:-8}
+  local prec=bf16 lines=${SEARCH_VALID_LINES:-0}
+  [ "$dev" = cuda ] || prec=fp32
+  mkdir -p "$W/runs"
+  [ -f "$W/data/meta.json" ] || "$BIN/parla-preprocess" --config $C --prefix "$D/train" --valid-prefix "$D/val" \
+    --test-prefix "$D/test_2016_flickr" --src-lang en --tgt-lang de -o "$W/data" 2> "$W/preprocess.log"
+  # The decode sweep's validation text: all of it, or its first $lines pairs.
+  local l
+  for l in en de; do
+    if [ "$lines" -gt 0 ]; then head -n "$lines" "$D/val.$l" > "$W/val.$l"; else cp "$D/val.$l" "$W/val.$l"; fi
+  done
+  local name sets running=0
+  while read -r name sets; do
+    [ -n "$name" ] || continue
+    local args=()
+    for kv in $sets; do args+=(--set "$kv"); done
+    log "search: $name ($sets)"
+    "$BIN/parla-train" --config $C --data "$W/data" --save-dir "$W/runs/$name" --overwrite --max-steps "$steps" \
+      --set runtime.device="$dev" --set training.precision=$prec --set runtime.threads=2 \
+      --set training.max_time="${SEARCH_MINUTES:-7}" --set training.valid_every=$((steps / 4)) \
+      --set training.save_every=$((steps / 8)) --set training.keep_last=4 --set training.patience=0 \
+      --set training.valid_max_sentences="$lines" "${args[@]}" 2> "$W/runs/$name.train.log" &
+    running=$((running + 1))
+    if [ $running -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+  done < <(search_variants)
+  wait || true
+  python3 tools/sweep.py table "$W/runs" || true
+  for dir in "$W"/runs/*/; do
+    name=$(basename "$dir")
+    grep -h "training done" "$W/runs/$name.train.log" | sed "s/^/$name: /" || echo "$name: no 'training done' line"
+    "$BIN/parla-train" average --dir "$dir" --last 4 -o "$dir/average.pt" 2> /dev/null || continue
+    echo "## $name (average of the last 4 checkpoints; validation)"
+    python3 tools/sweep.py decode --model "$dir/average.pt" --src "$W/val.en" --ref "$W/val.de" --beam 5 \
+      --lenpen 0.6,1.0,1.4 --bin "$BIN" --set runtime.device="$dev" || true
+  done
+}
+
 status=0
 for phase in "$@"; do
   case "$phase" in
-    build|test|quickstart|multi30k|bench|decode|serve) ;;
+    build|test|quickstart|multi30k|bench|decode|serve|search) ;;
     *) echo "gpu-check: unknown phase '$phase'" >&2; exit 2 ;;
   esac
   log "=== $phase ==="
