@@ -190,8 +190,10 @@ phase_search() {
   for dir in "$W"/runs/*/; do
     name=$(basename "$dir")
     grep -h "training done" "$W/runs/$name.train.log" | sed "s/^/$name: /" || echo "$name: no 'training done' line"
-    "$BIN/parla-train" average --dir "$dir" --last 4 -o "$dir/average.pt" 2> /dev/null || continue
-    echo "## $name (average of the last 4 checkpoints; validation)"
+    # A run cut short by SEARCH_MINUTES before its fourth save is decoded from its last weights, as in multi30k.
+    "$BIN/parla-train" average --dir "$dir" --last 4 -o "$dir/average.pt" 2> /dev/null ||
+      cp "$dir/checkpoint_last.pt" "$dir/average.pt" || continue
+    echo "## $name (average of the last 4 checkpoints, else the last weights; validation)"
     python3 tools/sweep.py decode --model "$dir/average.pt" --src "$W/val.en" --ref "$W/val.de" --beam 5 \
       --lenpen 0.6,1.0,1.4 --bin "$BIN" --set runtime.device="$dev" || true
   done
