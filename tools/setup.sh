@@ -12,6 +12,7 @@ packages=(
   zlib1g-dev
   libcpp-httplib-dev                         # parla-serve's HTTP/1.1 server
   libdnnl-dev                                # oneDNN: the int8 products of decoding.precision int8
+  ocl-icd-opencl-dev                         # only a Recommends of libdnnl-dev, but its CMake config requires OpenCL
   clang libclang-rt-14-dev                   # libFuzzer for the bounded fuzz test of parla-translate's input path
   python3
 )
