@@ -2,7 +2,7 @@
 // from the shared JSON config. Its flags are those of the `training` and `runtime` config keys and data.dir
 // (core/schema_flags.h); the work is parla::train::Trainer. `parla-train average` averages checkpoints
 // (fairseq's average_checkpoints.py); `parla-train quantize` writes an int8 checkpoint for CPU decoding
-// (CTranslate2's int8 conversion).
+// (CTranslate2's int8 conversion); `parla-train upgrade` rewrites an old (TorchScript) checkpoint as safetensors.
 #include <cstdlib>
 #include <string>
 #include <vector>
@@ -16,6 +16,7 @@
 #include "core/schema_flags.h"
 #include "models/int8_quantization.h"
 #include "train/checkpoint_average.h"
+#include "train/checkpoint_upgrade.h"
 #include "train/trainer.h"
 
 int main(int argc, char** argv) {
@@ -63,7 +64,20 @@ int main(int argc, char** argv) {
   quant->add_option("-o,--output", quantize_out, "Output checkpoint")->required();
   quant->add_option("checkpoint", quantize_in, "Float checkpoint to quantize")->required();
 
+  // parla-train upgrade -o OUT CKPT
+  std::string upgrade_out, upgrade_in;
+  auto* upgrade = cli.add_subcommand("upgrade", "Rewrite a checkpoint of an earlier parla (a TorchScript archive, "
+                                                "read without running any of its code) as safetensors, with its "
+                                                "optimizer and training state, so --resume continues exactly");
+  upgrade->add_option("-o,--output", upgrade_out, "Output checkpoint")->required();
+  upgrade->add_option("checkpoint", upgrade_in, "Checkpoint to rewrite")->required();
+
   return parla::app::run(cli, flags, argc, argv, [&]() -> int {
+    if (upgrade->parsed()) {
+      const int format = parla::train::upgrade_checkpoint(upgrade_in, upgrade_out);
+      spdlog::info("wrote '{}' (safetensors) from '{}' (format {})", upgrade_out, upgrade_in, format);
+      return 0;
+    }
     if (quant->parsed()) {
       parla::models::quantize_checkpoint(quantize_in, quantize_out);
       spdlog::info("wrote the int8 checkpoint '{}'", quantize_out);

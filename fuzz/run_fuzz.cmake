@@ -1,6 +1,6 @@
 # Runs the fuzzer for a bounded time: a scratch corpus (new inputs) seeded from fuzz/corpus (read-only).
 file(MAKE_DIRECTORY ${CORPUS})
-execute_process(COMMAND ${FUZZ_BIN} -max_total_time=${SECONDS} -rss_limit_mb=2048 -max_len=4096 -timeout=10
+execute_process(COMMAND ${FUZZ_BIN} -max_total_time=${SECONDS} -rss_limit_mb=2048 -malloc_limit_mb=1024 -max_len=${MAX_LEN} -timeout=10
                         -print_final_stats=1 ${CORPUS} ${SEEDS}
                 RESULT_VARIABLE rc)
 if(NOT rc EQUAL 0)

@@ -10,6 +10,7 @@ packages=(
   libcli11-dev libspdlog-dev nlohmann-json3-dev catch2
   libgloo-dev                                # torch.distributed's Gloo backend headers
   zlib1g-dev
+  libzip-dev                                 # zip archives: reading legacy checkpoints and .npz files without running their code
   libcpp-httplib-dev                         # parla-serve's HTTP/1.1 server
   libdnnl-dev                                # oneDNN: the int8 products of decoding.precision int8
   ocl-icd-opencl-dev                         # only a Recommends of libdnnl-dev, but its CMake config requires OpenCL

@@ -6,6 +6,8 @@
 #include <ATen/Context.h>
 #include <ATen/CPUGeneratorImpl.h>
 #include <ATen/core/Generator.h>
+#include <c10/core/Allocator.h>
+#include <c10/util/string_utils.h>
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 #include <torch/csrc/distributed/c10d/Backend.hpp>
@@ -135,5 +137,41 @@ inline at::Tensor scaled_dot_product_attention(const at::Tensor& q, const at::Te
   return at::Tensor();
 #endif
 }
+
+// The key under which a LibTorch optimizer keeps a parameter's state (Optimizer::state()): 1.13 the address of its
+// TensorImpl as text, 2.x the pointer itself.
+inline auto optimizer_state_key(const at::Tensor& p) {
+#if PARLA_TORCH2
+  return static_cast<void*>(p.unsafeGetTensorImpl());
+#else
+  return c10::guts::to_string(p.unsafeGetTensorImpl());
+#endif
+}
+
+// A CPU allocator that hands every request to `inner` after telling `observe` its size (which may throw to
+// refuse it). 1.13's Allocator::allocate is const and has no copy_data; 2.x's allocate is not, and copy_data is
+// required.
+class ObservedAllocator : public c10::Allocator {
+ public:
+  ObservedAllocator(c10::Allocator* inner, void (*observe)(size_t)) : inner_(inner), observe_(observe) {}
+#if PARLA_TORCH2
+  c10::DataPtr allocate(size_t n) override {
+    observe_(n);
+    return inner_->allocate(n);
+  }
+  void copy_data(void* dest, const void* src, std::size_t count) const override { inner_->copy_data(dest, src, count); }
+  bool is_simple_data_ptr(const c10::DataPtr& p) const override { return inner_->is_simple_data_ptr(p); }
+#else
+  c10::DataPtr allocate(size_t n) const override {
+    observe_(n);
+    return inner_->allocate(n);
+  }
+#endif
+  c10::DeleterFnPtr raw_deleter() const override { return inner_->raw_deleter(); }
+
+ private:
+  c10::Allocator* inner_;
+  void (*observe_)(size_t);
+};
 
 }  // namespace parla::compat

@@ -1,17 +1,21 @@
 #pragma once
 // Model-level checkpoints: one file holding the weights, the effective config the model was built from, the
-// SentencePiece models (so a checkpoint is self-contained) and free-form info; the trainer adds its own
-// archives (optimizer, scheduler, RNG) through `extra`.
+// SentencePiece models (so a checkpoint is self-contained) and free-form info; the trainer adds its own entries
+// (optimizer, training state, RNG) through `extra`.
 //
-// File layout (a torch::serialize archive):
-//   parla_format   int, kCheckpointFormat
-//   parla_meta     string, JSON {"config", "info", "src_vocab_size", "tgt_vocab_size"}
-//   parla_src_spm, parla_tgt_spm   uint8 tensors with the serialized SentencePiece protos (may be empty)
-//   model          sub-archive of the module's parameters and buffers (torch::nn::Module::save)
-//   int8           only in an int8 checkpoint (parla-train quantize): values_<i> (int8 [n, k]) and scales_<i>
-//                  (float [n]) of the weight named parla_meta's "int8"[i]; "model" then holds a one-element
-//                  placeholder for that weight. Plain tensors, so both LibTorch builds read it.
+// Format 2 (written since issue 35): a safetensors file (models/tensor_archive.h), which holds data only and is
+// readable by any safetensors reader (Python's `safetensors`, Rust's, Hugging Face's tools):
+//   __metadata__   "format": "pt", "parla_format": "2", "parla_meta": JSON {"config", "info", "src_vocab_size",
+//                  "tgt_vocab_size", "int8"}, and the trainer's strings ("training_state", ...)
+//   parla_src_spm, parla_tgt_spm   U8 tensors with the serialized SentencePiece protos (may be empty)
+//   model.<name>   every parameter and buffer of the module, under its LibTorch name
+//   int8.<name>.values, int8.<name>.scales   only in an int8 checkpoint (parla-train quantize): the int8 weights
+//                  (I8 [n, k]) and their per-row scales (F32 [n]) of the weights listed in parla_meta's "int8",
+//                  which then have no model.<name> entry
 //   ...            whatever `extra` writes
+// Format 1 (parla before issue 35): a TorchScript module archive with the same names nested as sub-archives. It
+// is still read, by a strict reader that runs none of its code (formats/torchscript_archive.h), and never
+// written; `parla-train upgrade` rewrites one as format 2.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -20,14 +24,14 @@
 
 #include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
-#include <torch/serialize/input-archive.h>
-#include <torch/serialize/output-archive.h>
 
 #include "models/seq2seq.h"
+#include "models/tensor_archive.h"
 
 namespace parla::models {
 
-inline constexpr int64_t kCheckpointFormat = 1;
+inline constexpr int64_t kCheckpointFormat = 2;
+inline constexpr int64_t kLegacyCheckpointFormat = 1;
 
 struct ModelMeta {
   nlohmann::json config;         // the effective config (parla::config::to_json) the model was built from
@@ -44,30 +48,41 @@ struct ModelMeta {
 // averaged or used to initialise a model. `use` names what was asked of it ("--resume", "average", ...).
 void require_float_checkpoint(const ModelMeta& meta, const std::string& path, const std::string& use);
 
-// Writes atomically (a model with int8 weights is written as an int8 checkpoint) (temp file in the same folder, then rename). `extra` may be empty. Throws IoError when the
-// file cannot be written.
+// Writes atomically (temp file in the same folder, then rename; a model with int8 weights is written as an int8
+// checkpoint). `extra` may be empty. Throws IoError when the file cannot be written.
 void save_checkpoint(const std::string& path, torch::nn::Module& model, const ModelMeta& meta,
-                     const std::function<void(torch::serialize::OutputArchive&)>& extra = {});
+                     const std::function<void(TensorArchive&)>& extra = {});
 
 struct LoadedSeq2Seq {
   std::shared_ptr<Seq2SeqModel> model;  // in eval mode
   ModelMeta meta;
 };
 
-// Checkpoints load on any device, whichever one wrote them: archives are read with a map location, so a file
-// written on cuda:3 opens on a CPU-only machine.
+// Checkpoints load on any device, whichever one wrote them: tensors are read on the CPU and copied where the model
+// lives, so a file written on cuda:3 opens on a CPU-only machine.
 
 // An int8 checkpoint loads with its int8 weights in place (CPU only: ConfigError naming runtime.device otherwise).
-// Rebuilds the model from meta.config["model"] and the stored vocabulary sizes via the factory, loads its
-// weights and puts it on `device`. DataError naming the file for a missing, corrupt or non-parla file, or a
-// config/weight mismatch.
+// Rebuilds the model from meta.config["model"] and the stored vocabulary sizes via the factory (within a memory
+// budget set by the file's size: build_within_file_budget), loads its weights and puts it on `device`. DataError
+// naming the file for a missing, corrupt or non-parla file, or a config/weight mismatch.
 LoadedSeq2Seq load_seq2seq(const std::string& path, const torch::Device& device = torch::kCPU);
-// The metadata only (tensors are mapped to the CPU).
+// The metadata only.
 ModelMeta read_meta(const std::string& path);
 // Loads weights into an existing model (every parameter and buffer must be present with the same shape), then
-// lets `extra` read the trainer's archives. Refuses an int8 checkpoint (require_float_checkpoint). The archive is mapped onto the device of the model's first parameter
-// (CPU for a model without parameters), so what `extra` reads (optimizer moments) lands beside the weights.
+// lets `extra` read the trainer's entries, whose tensors come back on the device of the model's first parameter
+// (the CPU for a model without parameters). Refuses an int8 checkpoint (require_float_checkpoint).
 void load_weights(const std::string& path, torch::nn::Module& model,
-                  const std::function<void(torch::serialize::InputArchive&)>& extra = {});
+                  const std::function<void(const TensorArchive&)>& extra = {});
+
+// Rebuilds the module a checkpoint was saved from (a Seq2SeqModel, or a BertModel for model.type "bert") through
+// the factory, from its stored config and vocabulary sizes, within build_within_file_budget; untrained weights.
+// DataError naming the file when the stored config is missing or unusable.
+std::shared_ptr<torch::nn::Module> build_saved_model(const std::string& path, const ModelMeta& meta);
+
+// Runs `build`, which constructs a model from a config read out of checkpoint `path`, with LibTorch's CPU
+// allocations on this thread capped at four times the file's size plus 256 MiB (models/allocation_budget.h): a
+// config that describes a model far larger than the weights the file holds is refused with a DataError naming
+// the file, before its memory is allocated.
+void build_within_file_budget(const std::string& path, const std::function<void()>& build);
 
 }  // namespace parla::models

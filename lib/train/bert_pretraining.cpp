@@ -175,17 +175,16 @@ ValidationResult BertPretrainingTask::validate(const torch::Device& device) {
   return r;
 }
 
-void BertPretrainingTask::save_state(torch::serialize::OutputArchive& archive) const {
+void BertPretrainingTask::save_state(models::TensorArchive& archive) const {
   std::ostringstream os;
   os << rng_;
-  archive.write("masking_rng", c10::IValue(os.str()));
+  archive.write("task_state.masking_rng", os.str());
 }
 
-void BertPretrainingTask::load_state(torch::serialize::InputArchive& archive) {
-  c10::IValue v;
-  if (!archive.try_read("masking_rng", v) || !v.isString())
-    throw DataError("checkpoint has no BERT masking state (was it written by the bert task?)");
-  std::istringstream is(v.toStringRef());
+void BertPretrainingTask::load_state(const models::TensorArchive& archive) {
+  const std::string* v = archive.read_string("task_state.masking_rng");
+  if (!v) throw DataError("checkpoint has no BERT masking state (was it written by the bert task?)");
+  std::istringstream is(*v);
   is >> rng_;
   if (!is) throw DataError("checkpoint has a corrupt BERT masking state");
 }

@@ -45,8 +45,8 @@ class BertPretrainingTask : public Task {
   std::vector<double> counts(const data::Batch& batch) const override;
   LossTerms loss(const data::Batch& batch) override;
   ValidationResult validate(const torch::Device& device) override;
-  void save_state(torch::serialize::OutputArchive& archive) const override;
-  void load_state(torch::serialize::InputArchive& archive) override;
+  void save_state(models::TensorArchive& archive) const override;
+  void load_state(const models::TensorArchive& archive) override;
 
   int64_t mask_id() const { return masking_.mask_id; }
 

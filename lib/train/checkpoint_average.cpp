@@ -23,23 +23,6 @@ namespace {
 
 using nlohmann::json;
 
-// Rebuilds the module a checkpoint was saved from (seq2seq or BERT) through the factory.
-std::shared_ptr<torch::nn::Module> build_model(const std::string& path, const models::ModelMeta& meta) {
-  if (!meta.config.is_object() || !meta.config.contains("model"))
-    throw DataError(path + ": checkpoint metadata has no 'model' config section");
-  if (meta.src_vocab_size < 1 || meta.tgt_vocab_size < 1)
-    throw DataError(path + ": checkpoint metadata has no vocabulary sizes");
-  try {
-    config::ConfigBuilder builder;
-    builder.merge(json{{"model", meta.config["model"]}}, "checkpoint " + path);
-    ModelConfig cfg = builder.build().model;
-    if (cfg.type == "bert") return models::build_bert(cfg, meta.tgt_vocab_size);
-    return models::build_seq2seq(cfg, meta.src_vocab_size, meta.tgt_vocab_size);
-  } catch (const ConfigError& e) {
-    throw DataError(path + ": the model config stored in the checkpoint is not usable: " + e.what());
-  }
-}
-
 // The first model key whose value differs, ignoring dropout rates (they do not change the weights' meaning);
 // empty when the architectures agree.
 std::string architecture_difference(const json& a, const json& b) {
@@ -101,7 +84,7 @@ void average_checkpoints(const std::vector<std::string>& paths, const std::strin
   // Sum in double, one checkpoint in memory at a time.
   std::vector<std::pair<std::string, torch::Tensor>> sums;
   for (size_t i = 0; i < paths.size(); ++i) {
-    auto model = build_model(paths[i], metas[i]);
+    auto model = models::build_saved_model(paths[i], metas[i]);
     models::load_weights(paths[i], *model);
     auto tensors = named_tensors(*model);
     if (i == 0) {
@@ -124,7 +107,7 @@ void average_checkpoints(const std::vector<std::string>& paths, const std::strin
   // The output model starts as the newest checkpoint (its integer buffers are kept) and takes the means.
   // Performer's random features are a draw, not a weight: the mean of orthogonal draws is not one (its rows
   // shrink, biasing the kernel estimate), so the newest checkpoint's draw is kept.
-  auto model = build_model(paths[newest], metas[newest]);
+  auto model = models::build_saved_model(paths[newest], metas[newest]);
   models::load_weights(paths[newest], *model);
   auto targets = named_tensors(*model);
   const double n = static_cast<double>(paths.size());

@@ -40,17 +40,16 @@ bool DynamicLossScaler::update(bool gradients_finite) {
   return true;
 }
 
-void DynamicLossScaler::save(torch::serialize::OutputArchive& archive) const {
+void DynamicLossScaler::save(models::TensorArchive& archive) const {
   nlohmann::json j = {{"scale", scale_}, {"good_updates", good_updates_}, {"overflows", overflows_}};
-  archive.write("loss_scaler", c10::IValue(j.dump()));
+  archive.write("loss_scaler", j.dump());
 }
 
-bool DynamicLossScaler::load(torch::serialize::InputArchive& archive, const std::string& path) {
-  c10::IValue v;
-  if (!archive.try_read("loss_scaler", v)) return false;
+bool DynamicLossScaler::load(const models::TensorArchive& archive, const std::string& path) {
+  const std::string* v = archive.read_string("loss_scaler");
+  if (!v) return false;
   try {
-    if (!v.isString()) throw std::runtime_error("not a string");
-    auto j = nlohmann::json::parse(v.toStringRef());
+    auto j = nlohmann::json::parse(*v);
     double scale = j.at("scale").get<double>();
     if (!(scale > 0) || !std::isfinite(scale)) throw std::runtime_error("scale " + j.at("scale").dump());
     scale_ = scale;

@@ -8,9 +8,8 @@
 #include <cstdint>
 #include <string>
 
-#include <torch/serialize/archive.h>
-
 #include "core/config.h"
+#include "models/tensor_archive.h"
 
 namespace parla::train {
 
@@ -38,8 +37,8 @@ class DynamicLossScaler {
 
   // The archive entry "loss_scaler" (JSON). load returns false, leaving a fresh scaler, when the entry is absent
   // (a checkpoint of an fp32 or bf16 run, or of a version without loss scaling).
-  void save(torch::serialize::OutputArchive& archive) const;
-  bool load(torch::serialize::InputArchive& archive, const std::string& path);
+  void save(models::TensorArchive& archive) const;
+  bool load(const models::TensorArchive& archive, const std::string& path);
 
  private:
   LossScalerOptions options_;

@@ -10,11 +10,11 @@
 
 #include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
-#include <torch/serialize/archive.h>
 #include <torch/types.h>
 
 #include "data/batch.h"
 #include "data/batch_sampler.h"
+#include "models/tensor_archive.h"
 
 namespace parla::train {
 
@@ -56,8 +56,9 @@ class Task {
   // mode; must not disturb any random generator the training uses.
   virtual ValidationResult validate(const torch::Device& device) = 0;
   // Random state of the task itself (not torch's global generator).
-  virtual void save_state(torch::serialize::OutputArchive&) const {}
-  virtual void load_state(torch::serialize::InputArchive&) {}
+  // Entries are named "task_state.<what>".
+  virtual void save_state(models::TensorArchive&) const {}
+  virtual void load_state(const models::TensorArchive&) {}
   // Tokens per second are reported as source + target tokens of a batch.
   static int64_t batch_tokens(const data::Batch& b) { return b.src_tokens + b.tgt_tokens; }
 };

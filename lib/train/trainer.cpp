@@ -26,6 +26,7 @@
 #include "train/dynamic_loss_scaler.h"
 #include "train/lr_schedule.h"
 #include "train/metrics_log.h"
+#include "train/optimizer_state.h"
 #include "train/shutdown_signal.h"
 #include "train/task.h"
 #include "train/training_state.h"
@@ -229,6 +230,13 @@ struct Trainer::Impl {
     }
   }
 
+  // The optimizer's parameters by name (it holds the model's parameters in this order), for its checkpoint entries.
+  std::vector<std::string> parameter_names() const {
+    std::vector<std::string> names;
+    for (const auto& p : model->named_parameters()) names.push_back(p.key());
+    return names;
+  }
+
   void resume_from(const std::string& path) {
     if (!fs::exists(path)) throw DataError("cannot resume: checkpoint '" + path + "' does not exist");
     auto meta = models::read_meta(path);
@@ -259,11 +267,9 @@ struct Trainer::Impl {
     }
     // The model is on `device` already, so load_weights maps the archive there: the AdamW moments it restores
     // land beside their parameters, whichever device wrote the checkpoint.
-    models::load_weights(path, *model, [&](torch::serialize::InputArchive& a) {
-      torch::serialize::InputArchive opt;
-      if (!a.try_read("optimizer", opt))
+    models::load_weights(path, *model, [&](const models::TensorArchive& a) {
+      if (!load_optimizer_state(a, *optimizer, parameter_names()))
         throw DataError("'" + path + "' has no optimizer state (a model-only or averaged checkpoint?)");
-      optimizer->load(opt);
       state.load(a, path, device);
       if (cfg.training.ema_decay > 0) {
         ema = std::make_unique<WeightEma>(*model, cfg.training.ema_decay);
@@ -272,8 +278,7 @@ struct Trainer::Impl {
                        "starts from its weights",
                        path);
       }
-      torch::serialize::InputArchive ts;
-      if (a.try_read("task_state", ts)) task->load_state(ts);
+      task->load_state(a);
       scaler.load(a, path);  // absent (fp32/bf16 checkpoint): a fresh scaler
     });
     spdlog::info("resumed from '{}' at step {}, epoch {} (batch {} of the epoch)", path, state.step, state.epoch,
@@ -342,14 +347,10 @@ struct Trainer::Impl {
     meta.tgt_spm = tgt_spm;
     meta.info = info_json();
     std::string last = save_dir + "/checkpoint_last.pt";
-    models::save_checkpoint(last, *model, meta, [&](torch::serialize::OutputArchive& a) {
-      torch::serialize::OutputArchive opt;
-      optimizer->save(opt);
-      a.write("optimizer", opt);
+    models::save_checkpoint(last, *model, meta, [&](models::TensorArchive& a) {
+      save_optimizer_state(*optimizer, parameter_names(), a);
       state.save(a, device);
-      torch::serialize::OutputArchive ts;
-      task->save_state(ts);
-      a.write("task_state", ts);
+      task->save_state(a);
       if (precision == c10::ScalarType::Half) scaler.save(a);
       if (ema) ema->save(a);
     });

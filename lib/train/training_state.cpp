@@ -71,25 +71,27 @@ TrainingState TrainingState::from_json(const nlohmann::json& j) {
   return s;
 }
 
-void TrainingState::save(torch::serialize::OutputArchive& archive, const c10::Device& device) const {
-  archive.write("training_state", c10::IValue(to_json().dump()));
+void TrainingState::save(models::TensorArchive& archive, const c10::Device& device) const {
+  archive.write("training_state", to_json().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   const auto rng = GeneratorStates::capture(device);
   archive.write("torch_rng", rng.cpu);
   if (rng.cuda.defined()) archive.write("torch_cuda_rng", rng.cuda);
 }
 
-void TrainingState::load(torch::serialize::InputArchive& archive, const std::string& path,
+void TrainingState::load(const models::TensorArchive& archive, const std::string& path,
                          const c10::Device& device) {
-  c10::IValue v;
+  const std::string* v = archive.read_string("training_state");
   torch::Tensor rng;
-  if (!archive.try_read("training_state", v) || !v.isString() || !archive.try_read("torch_rng", rng))
+  if (!v || !archive.try_read("torch_rng", rng))
     throw DataError("'" + path + "' is not a training checkpoint (no training state); resume from "
                     "checkpoint_last.pt or a checkpoint_<step>.pt written by parla-train");
   try {
-    *this = from_json(nlohmann::json::parse(v.toStringRef()));
+    *this = from_json(nlohmann::json::parse(*v));
   } catch (const nlohmann::json::exception& e) {
     throw DataError("'" + path + "': corrupt training state: " + e.what());
   }
+  if (rng.scalar_type() != torch::kByte || rng.dim() != 1)
+    throw DataError("'" + path + "': corrupt training state: torch_rng is not a byte vector");
   GeneratorStates states;
   states.cpu = rng;
   if (device.is_cuda() && !archive.try_read("torch_cuda_rng", states.cuda))

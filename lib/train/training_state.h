@@ -9,7 +9,9 @@
 
 #include <c10/core/Device.h>
 #include <nlohmann/json.hpp>
-#include <torch/serialize/archive.h>
+#include <torch/types.h>
+
+#include "models/tensor_archive.h"
 
 namespace parla::train {
 
@@ -42,11 +44,11 @@ struct TrainingState {
 
   // Writes/reads "training_state" (JSON), "torch_rng" (the default CPU generator's state) and, when `device` is
   // CUDA, "torch_cuda_rng" (that GPU's default generator), so that a resumed GPU run draws the same dropout masks.
-  void save(torch::serialize::OutputArchive& archive, const c10::Device& device) const;
+  void save(models::TensorArchive& archive, const c10::Device& device) const;
   // Throws DataError when the archive lacks the state (not a training checkpoint). A CUDA run resumed from a
   // checkpoint without "torch_cuda_rng" (written on a CPU or before GPUs were supported) continues with a
   // warning: its dropout masks differ from the interrupted run's.
-  void load(torch::serialize::InputArchive& archive, const std::string& path, const c10::Device& device);
+  void load(const models::TensorArchive& archive, const std::string& path, const c10::Device& device);
 };
 
 }  // namespace parla::train

@@ -98,7 +98,8 @@ void TranslationTask::init_encoder_from(const std::string& bert_checkpoint) {
   if (mc.type != "bert")
     throw ConfigError("training.init_encoder_from: '" + bert_checkpoint + "' holds a '" + mc.type +
                       "' model, not a BERT model");
-  auto bert = models::build_bert(mc, meta.src_vocab_size);
+  std::shared_ptr<models::BertModel> bert;
+  models::build_within_file_budget(bert_checkpoint, [&] { bert = models::build_bert(mc, meta.src_vocab_size); });
   models::load_weights(bert_checkpoint, *bert);
   models::init_encoder_from_bert(*model_, *bert);
   spdlog::info("initialised the encoder from BERT checkpoint '{}'", bert_checkpoint);

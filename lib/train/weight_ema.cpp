@@ -37,19 +37,16 @@ void WeightEma::swap() {
   }
 }
 
-void WeightEma::save(torch::serialize::OutputArchive& archive) const {
-  torch::serialize::OutputArchive a;
-  for (size_t i = 0; i < names_.size(); ++i) a.write(names_[i], average_[i], /*is_buffer=*/true);
-  archive.write("weight_ema", a);
+void WeightEma::save(models::TensorArchive& archive) const {
+  for (size_t i = 0; i < names_.size(); ++i) archive.write("weight_ema." + names_[i], average_[i]);
 }
 
-bool WeightEma::load(torch::serialize::InputArchive& archive, const std::string& path) {
-  torch::serialize::InputArchive a;
-  if (!archive.try_read("weight_ema", a)) return false;
+bool WeightEma::load(const models::TensorArchive& archive, const std::string& path) {
+  if (archive.tensor_names("weight_ema.").empty()) return false;
   torch::NoGradGuard g;
   for (size_t i = 0; i < names_.size(); ++i) {
     torch::Tensor t;
-    if (!a.try_read(names_[i], t, /*is_buffer=*/true))
+    if (!archive.try_read("weight_ema." + names_[i], t))
       throw DataError("'" + path + "': the weight average (training.ema_decay) has no tensor '" + names_[i] + "'");
     if (t.sizes() != average_[i].sizes())
       throw DataError("'" + path + "': the weight average of '" + names_[i] + "' has another shape");

@@ -13,7 +13,8 @@
 #include <vector>
 
 #include <torch/nn/module.h>
-#include <torch/serialize/archive.h>
+
+#include "models/tensor_archive.h"
 
 namespace parla::train {
 
@@ -29,11 +30,11 @@ class WeightEma {
   // Exchanges the model's parameters with the average, in place; calling it again swaps them back.
   void swap();
 
-  // Written as archive "weight_ema" (one tensor per parameter, by name); read back by load, which throws
+  // Written as "weight_ema.<parameter name>" (one tensor per parameter); read back by load, which throws
   // DataError naming `path` when a tensor is missing or its shape differs.
-  void save(torch::serialize::OutputArchive& archive) const;
-  // Returns false (the average untouched) when the archive has no "weight_ema" section.
-  bool load(torch::serialize::InputArchive& archive, const std::string& path);
+  void save(models::TensorArchive& archive) const;
+  // Returns false (the average untouched) when the archive has no weight average.
+  bool load(const models::TensorArchive& archive, const std::string& path);
 
   // The average of parameter `name` (for tests).
   const torch::Tensor& average(const std::string& name) const;

@@ -106,12 +106,18 @@ TEST_CASE("extra archives written with a checkpoint are read back by load_weight
   auto cfg = parla::testing::tiny_transformer();
   auto model = build_seq2seq(cfg, 20, 20);
   auto path = dir.file("model.pt");
-  save_checkpoint(path, *model, meta_for(cfg), [](torch::serialize::OutputArchive& a) {
+  save_checkpoint(path, *model, meta_for(cfg), [](TensorArchive& a) {
     a.write("optimizer_step", torch::tensor({7}));
+    a.write("note", std::string("kept"));
   });
   auto other = build_seq2seq(cfg, 20, 20);
   torch::Tensor step;
-  load_weights(path, *other, [&](torch::serialize::InputArchive& a) { a.read("optimizer_step", step); });
+  std::string note;
+  load_weights(path, *other, [&](const TensorArchive& a) {
+    REQUIRE(a.try_read("optimizer_step", step));
+    note = *a.read_string("note");
+  });
+  CHECK(note == "kept");
   CHECK(step.item<int64_t>() == 7);
   CHECK(outputs(*other).equal(outputs(*model)));
 }
@@ -199,10 +205,10 @@ TEST_CASE("tensors read through load_weights land on the model's device") {
   auto path = dir.file("m.pt");
   auto extra = torch::arange(6, torch::kFloat);
   save_checkpoint(path, *model, meta_for(parla::testing::tiny_transformer()),
-                  [&](torch::serialize::OutputArchive& a) { a.write("extra", extra); });
+                  [&](TensorArchive& a) { a.write("extra", extra); });
   auto target = build_seq2seq(parla::testing::tiny_transformer(), 20, 24);
   torch::Tensor read;
-  load_weights(path, *target, [&](torch::serialize::InputArchive& a) { a.read("extra", read); });
+  load_weights(path, *target, [&](const TensorArchive& a) { REQUIRE(a.try_read("extra", read)); });
   CHECK(read.device() == target->parameters().front().device());
   CHECK(torch::equal(read, extra));
   CHECK(outputs(*target).equal(outputs(*model)));
@@ -221,7 +227,7 @@ TEST_CASE("a checkpoint saved from a GPU loads on the CPU and one saved from the
     save_checkpoint(cpu_path, *model, meta_for(cfg));
     model->to(gpu);
     save_checkpoint(gpu_path, *model, meta_for(cfg),
-                    [&](torch::serialize::OutputArchive& a) { a.write("moment", torch::ones({3}, gpu)); });
+                    [&](TensorArchive& a) { a.write("moment", torch::ones({3}, gpu)); });
 
     auto on_cpu = load_seq2seq(gpu_path, torch::kCPU);
     auto on_gpu = load_seq2seq(cpu_path, gpu);
@@ -239,7 +245,7 @@ TEST_CASE("a checkpoint saved from a GPU loads on the CPU and one saved from the
     // A CPU model reading a GPU-written archive gets the extra tensors on the CPU (the trainer's optimizer state).
     auto cpu_model = build_seq2seq(cfg, 20, 24);
     torch::Tensor moment;
-    load_weights(gpu_path, *cpu_model, [&](torch::serialize::InputArchive& ar) { ar.read("moment", moment); });
+    load_weights(gpu_path, *cpu_model, [&](const TensorArchive& ar) { REQUIRE(ar.try_read("moment", moment)); });
     CHECK(moment.device().is_cpu());
     CHECK(torch::equal(moment, torch::ones({3})));
   }

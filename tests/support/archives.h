@@ -1,17 +1,17 @@
 #pragma once
-// An archive written and read back through bytes in memory, as a checkpoint round trip does.
-#include <sstream>
+// An archive written to a checkpoint file and read back, as a checkpoint round trip does.
+#include <string>
 
-#include <torch/serialize/archive.h>
+#include "models/tensor_archive.h"
+#include "support/temp_dir.h"
 
 namespace parla::testing {
 
-inline torch::serialize::InputArchive reread(torch::serialize::OutputArchive& out) {
-  std::stringstream bytes;
-  out.save_to(bytes);
-  torch::serialize::InputArchive in;
-  in.load_from(bytes);
-  return in;
+inline models::TensorArchive reread(const models::TensorArchive& out,
+                                    const torch::Device& map_location = torch::kCPU) {
+  TempDir dir("archive");
+  out.save(dir.file("archive.pt"));
+  return models::TensorArchive::load(dir.file("archive.pt"), map_location);  // the loaded tensors own or map
 }
 
 }  // namespace parla::testing

@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "models/factory.h"
+#include "models/tensor_archive.h"
 #include "support/cuda.h"
 #include "support/run.h"
 #include "toy_dataset.h"
@@ -23,14 +24,17 @@ namespace fs = std::filesystem;
 
 namespace {
 
-// Every parameter stored in a checkpoint, read with Module::load (which takes the stored dtype, unlike a copy).
+// Every parameter stored in a checkpoint, as stored (its dtype too, which a copy into a model would hide).
 std::vector<torch::Tensor> stored_parameters(const Config& cfg, int64_t vocab, const std::string& path) {
   auto model = parla::models::build_seq2seq(cfg.model, vocab, vocab);
-  torch::serialize::InputArchive root, weights;
-  root.load_from(path);
-  root.read("model", weights);
-  model->load(weights);
-  return model->parameters();
+  const auto archive = parla::models::TensorArchive::load(path);
+  std::vector<torch::Tensor> out;
+  for (const auto& p : model->named_parameters()) {
+    torch::Tensor t;
+    REQUIRE(archive.try_read("model." + p.key(), t));
+    out.push_back(t.clone());
+  }
+  return out;
 }
 
 std::vector<nlohmann::json> train_records(const std::string& save_dir) {

@@ -6,8 +6,8 @@
 
 #include "core/error.h"
 #include "core/torch_compat.h"
+#include "support/archives.h"
 #include "support/cuda.h"
-#include "support/temp_dir.h"
 #include "train/training_state.h"
 
 using parla::train::GeneratorStates;
@@ -16,18 +16,15 @@ using parla::train::TrainingState;
 namespace {
 
 // Writes `state` for `device` to a file and opens it again, as a checkpoint round trip does.
-void round_trip(const TrainingState& state, const c10::Device& device, const std::string& path,
-                torch::serialize::InputArchive& in) {
-  torch::serialize::OutputArchive out;
+parla::models::TensorArchive round_trip(const TrainingState& state, const c10::Device& device) {
+  parla::models::TensorArchive out;
   state.save(out, device);
-  out.save_to(path);
-  in.load_from(path, torch::Device(torch::kCPU));
+  return parla::testing::reread(out);
 }
 
 }  // namespace
 
 TEST_CASE("training state: the step counters and the CPU generator come back, and a CPU run writes no CUDA state") {
-  parla::testing::TempDir dir("training-state");
   TrainingState s;
   s.step = 17;
   s.epoch = 2;
@@ -35,8 +32,7 @@ TEST_CASE("training state: the step counters and the CPU generator come back, an
   s.valid_history.push_back({{"loss", 1.5}});
   torch::manual_seed(11);
   torch::rand({3});  // move the generator away from its seed
-  torch::serialize::InputArchive in;
-  round_trip(s, torch::kCPU, dir.file("state.pt"), in);
+  auto in = round_trip(s, torch::kCPU);
   // Reference: the draws that follow the saved state, taken before anything else draws.
   auto expected = torch::rand({5});
   torch::rand({7});  // the run goes on; loading must rewind to the saved point
@@ -47,12 +43,11 @@ TEST_CASE("training state: the step counters and the CPU generator come back, an
   CHECK(back.batch_in_epoch == 5);
   CHECK(back.valid_history == s.valid_history);
   CHECK(torch::equal(torch::rand({5}), expected));
-  torch::Tensor cuda_state;
-  CHECK_FALSE(in.try_read("torch_cuda_rng", cuda_state));
+  CHECK_FALSE(in.contains("torch_cuda_rng"));
 }
 
 TEST_CASE("training state: an archive without it is a DataError naming the file") {
-  torch::serialize::InputArchive empty;
+  parla::models::TensorArchive empty;
   TrainingState s;
   CHECK_THROWS_AS(s.load(empty, "model-only.pt", torch::kCPU), parla::DataError);
   CHECK_THROWS_WITH(s.load(empty, "model-only.pt", torch::kCPU), Catch::Contains("model-only.pt"));
@@ -69,13 +64,11 @@ TEST_CASE("generator states: restoring rewinds the CPU generator to the captured
 
 TEST_CASE("training state on a GPU saves and restores the CUDA generator, and resumes without it", "[cuda]") {
   PARLA_REQUIRE_CUDA();
-  parla::testing::TempDir dir("training-state-cuda");
   const torch::Device gpu(torch::kCUDA, 0);
   torch::manual_seed(5);
   TrainingState s;
   s.step = 3;
-  torch::serialize::InputArchive in;
-  round_trip(s, gpu, dir.file("gpu.pt"), in);
+  auto in = round_trip(s, gpu);
   auto expected = torch::rand({6}, torch::TensorOptions().device(gpu)).cpu();  // dropout on a GPU draws here
   torch::rand({9}, torch::TensorOptions().device(gpu));
   TrainingState back;
@@ -83,8 +76,7 @@ TEST_CASE("training state on a GPU saves and restores the CUDA generator, and re
   CHECK(torch::equal(torch::rand({6}, torch::TensorOptions().device(gpu)).cpu(), expected));
 
   // A checkpoint written on a CPU has no CUDA state: resuming on a GPU warns and goes on.
-  torch::serialize::InputArchive cpu_written;
-  round_trip(s, torch::kCPU, dir.file("cpu.pt"), cpu_written);
+  auto cpu_written = round_trip(s, torch::kCPU);
   CHECK_NOTHROW(back.load(cpu_written, "cpu.pt", gpu));
   CHECK(back.step == 3);
 }

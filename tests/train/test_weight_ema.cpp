@@ -92,13 +92,13 @@ TEST_CASE("weight EMA: saved and loaded by name, a missing section is reported, 
     lin->weight.mul_(3);
   }
   ema.update(50);
-  torch::serialize::OutputArchive out;
+  parla::models::TensorArchive out;
   ema.save(out);
   auto in = parla::testing::reread(out);
   WeightEma back(*lin, 0.7);
   REQUIRE(back.load(in, "x.pt"));
   CHECK(back.average("weight").equal(ema.average("weight")));
-  torch::serialize::OutputArchive empty_out;
+  parla::models::TensorArchive empty_out;
   empty_out.write("other", torch::zeros({1}));
   auto empty_in = parla::testing::reread(empty_out);
   CHECK_FALSE(back.load(empty_in, "x.pt"));
@@ -117,13 +117,12 @@ struct Loaded {
 Loaded load(const parla::Config& cfg, const std::string& path) {
   Loaded l;
   l.model = parla::models::build_seq2seq(cfg.model, 24, 24);
-  parla::models::load_weights(path, *l.model, [&](torch::serialize::InputArchive& a) {
-    torch::serialize::InputArchive e;
-    if (!a.try_read("weight_ema", e)) return;
+  parla::models::load_weights(path, *l.model, [&](const parla::models::TensorArchive& a) {
+    if (a.tensor_names("weight_ema.").empty()) return;
     for (const auto& p : l.model->named_parameters()) {
       torch::Tensor t;
-      REQUIRE(e.try_read(p.key(), t, true));
-      l.average[p.key()] = t;
+      REQUIRE(a.try_read("weight_ema." + p.key(), t));
+      l.average[p.key()] = t.clone();  // out of the file's mapping, which ends with the archive
     }
   });
   return l;

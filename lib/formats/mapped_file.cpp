@@ -1,0 +1,53 @@
+#include "formats/mapped_file.h"
+
+#include <cerrno>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "core/error.h"
+
+namespace parla::formats {
+
+std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    if (errno == ENOENT) throw DataError(path + ": file does not exist");
+    throw DataError(path + ": cannot open: " + std::strerror(errno));
+  }
+  struct stat st {};
+  if (::fstat(fd, &st) != 0) {
+    const int e = errno;
+    ::close(fd);
+    throw DataError(path + ": cannot read: " + std::strerror(e));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    throw DataError(path + (S_ISDIR(st.st_mode) ? ": is a folder, not a file" : ": not a regular file"));
+  }
+  std::shared_ptr<MappedFile> m(new MappedFile());
+  m->path_ = path;
+  m->size_ = static_cast<size_t>(st.st_size);
+  if (m->size_ > 0) {
+    // Private: a page someone writes to (a tensor viewing the file, changed in place) becomes a copy of this
+    // process's own, so nothing ever writes through to the file and no write faults.
+    void* p = ::mmap(nullptr, m->size_, PROT_READ | PROT_WRITE, MAP_PRIVATE, fd, 0);
+    if (p == MAP_FAILED) {
+      const int e = errno;
+      ::close(fd);
+      throw DataError(path + ": cannot map into memory: " + std::strerror(e));
+    }
+    m->data_ = static_cast<const uint8_t*>(p);
+  }
+  ::close(fd);
+  return m;
+}
+
+MappedFile::~MappedFile() {
+  if (data_ && size_) ::munmap(const_cast<uint8_t*>(data_), size_);
+}
+
+}  // namespace parla::formats

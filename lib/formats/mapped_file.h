@@ -1,0 +1,33 @@
+#pragma once
+// A whole file mapped into memory, privately: the file is never written through it (a page written to becomes a
+// copy of the process's own). Readers of model files parse the mapping in place: nothing is read or allocated
+// before its size has been checked against the file's, and pages the reader never touches are never read from
+// disk. A file truncated by someone else while it is mapped makes reads past its new end fault (SIGBUS), so
+// what is kept after loading is copied out of the mapping.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+namespace parla::formats {
+
+class MappedFile {
+ public:
+  // DataError naming the file when it is missing, not a regular file or cannot be mapped.
+  static std::shared_ptr<const MappedFile> open(const std::string& path);
+  ~MappedFile();
+  MappedFile(const MappedFile&) = delete;
+  MappedFile& operator=(const MappedFile&) = delete;
+
+  const uint8_t* data() const { return data_; }
+  size_t size() const { return size_; }
+  const std::string& path() const { return path_; }
+
+ private:
+  MappedFile() = default;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::string path_;
+};
+
+}  // namespace parla::formats

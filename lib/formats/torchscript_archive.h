@@ -1,0 +1,41 @@
+#pragma once
+// Reading the TorchScript module archives that parla wrote as checkpoints before it moved to safetensors
+// (torch::serialize::OutputArchive, a zip of data.pkl, code/ and data/<storage>), as data only: data.pkl goes
+// through the strict unpickler (formats/pickle.h), tensors are checked against their storages, and the code/
+// files are never compiled or run. They are only searched: a method there (a `def`, such as the __setstate__
+// that LibTorch's own loader would call) gets the archive refused, since parla never wrote one.
+//
+// The module tree is flattened into dotted names, the way parla names things everywhere: a sub-archive "model"
+// holding a module "encoder" with a tensor "weight" gives "model.encoder.weight". Torch-free (fuzzed).
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "formats/safetensors.h"  // DType
+
+namespace parla::formats {
+
+struct ArchiveTensor {
+  std::string name;
+  DType dtype = DType::F32;
+  std::vector<int64_t> sizes, strides;  // in elements; checked to stay inside the storage
+  int64_t offset = 0;
+  std::shared_ptr<const std::string> storage;  // the storage's bytes, shared by the tensors viewing it
+};
+
+struct TorchScriptArchive {
+  std::vector<ArchiveTensor> tensors;
+  // Strings as they are; integers, floats and booleans as text; tuples and lists of those as a JSON array.
+  std::vector<std::pair<std::string, std::string>> values;
+};
+
+// True when the bytes start like a zip archive (what every TorchScript or PyTorch .pt file is).
+bool looks_like_zip(const uint8_t* data, size_t size);
+
+// DataError saying what is wrong (the caller adds the file's name).
+TorchScriptArchive read_torchscript_archive(const uint8_t* data, size_t size);
+
+}  // namespace parla::formats

@@ -1,0 +1,164 @@
+#include "models/tensor_archive.h"
+
+#include <cstring>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "data/output_file.h"
+#include "formats/mapped_file.h"
+#include "formats/safetensors.h"
+#include "formats/torchscript_archive.h"
+
+namespace parla::models {
+
+namespace {
+
+using formats::DType;
+
+torch::ScalarType to_torch(DType t) {
+  switch (t) {
+    case DType::F64: return torch::kDouble;
+    case DType::F32: return torch::kFloat;
+    case DType::F16: return torch::kHalf;
+    case DType::BF16: return torch::kBFloat16;
+    case DType::I64: return torch::kLong;
+    case DType::I32: return torch::kInt;
+    case DType::I16: return torch::kShort;
+    case DType::I8: return torch::kChar;
+    case DType::U8: return torch::kByte;
+    case DType::BOOL: return torch::kBool;
+  }
+  throw std::logic_error("unknown dtype");
+}
+
+DType from_torch(torch::ScalarType t, const std::string& name) {
+  switch (t) {
+    case torch::kDouble: return DType::F64;
+    case torch::kFloat: return DType::F32;
+    case torch::kHalf: return DType::F16;
+    case torch::kBFloat16: return DType::BF16;
+    case torch::kLong: return DType::I64;
+    case torch::kInt: return DType::I32;
+    case torch::kShort: return DType::I16;
+    case torch::kChar: return DType::I8;
+    case torch::kByte: return DType::U8;
+    case torch::kBool: return DType::BOOL;
+    default: throw DataError("cannot store tensor '" + name + "' of type " + std::string(c10::toString(t)));
+  }
+}
+
+uint64_t nbytes(const torch::Tensor& t) { return static_cast<uint64_t>(t.numel()) * t.element_size(); }
+
+}  // namespace
+
+void TensorArchive::write(const std::string& name, const torch::Tensor& value) {
+  tensors_[name] = value.detach();
+}
+
+void TensorArchive::write(const std::string& name, std::string value) { strings_[name] = std::move(value); }
+
+bool TensorArchive::try_read(const std::string& name, torch::Tensor& out) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) return false;
+  out = it->second.to(device_);
+  return true;
+}
+
+const std::string* TensorArchive::read_string(const std::string& name) const {
+  auto it = strings_.find(name);
+  return it == strings_.end() ? nullptr : &it->second;
+}
+
+bool TensorArchive::contains(const std::string& name) const {
+  return tensors_.count(name) > 0 || strings_.count(name) > 0;
+}
+
+std::vector<std::string> TensorArchive::tensor_names(const std::string& prefix) const {
+  std::vector<std::string> out;
+  for (auto it = tensors_.lower_bound(prefix); it != tensors_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
+       ++it)
+    out.push_back(it->first);
+  return out;
+}
+
+std::vector<std::string> TensorArchive::string_names() const {
+  std::vector<std::string> out;
+  for (const auto& s : strings_) out.push_back(s.first);
+  return out;
+}
+
+void TensorArchive::save(const std::string& path) const {
+  std::vector<formats::TensorEntry> entries;
+  std::map<std::string, torch::Tensor> host;  // contiguous CPU copies (the model may live on a GPU)
+  for (const auto& [name, t] : tensors_) {
+    formats::TensorEntry e;
+    e.name = name;
+    e.dtype = from_torch(t.scalar_type(), name);
+    e.shape = t.sizes().vec();
+    entries.push_back(std::move(e));
+    host[name] = t.to(torch::kCPU).contiguous();
+  }
+  std::string header;
+  try {
+    header = formats::layout_safetensors(entries, strings_);
+  } catch (const DataError& e) {
+    throw IoError(path + ": cannot write checkpoint: " + e.what());
+  }
+  data::AtomicOutputFile out(path);
+  out.file().write(header);
+  for (const auto& e : entries) {
+    const auto& t = host.at(e.name);
+    out.file().write(t.data_ptr(), static_cast<size_t>(nbytes(t)));
+  }
+  out.commit();
+}
+
+TensorArchive TensorArchive::load(const std::string& path, const torch::Device& device) {
+  TensorArchive a;
+  a.path_ = path;
+  a.device_ = device;
+  auto file = formats::MappedFile::open(path);  // DataError naming the file
+  const uint8_t* bytes = file->data();
+  try {
+    if (formats::looks_like_zip(bytes, file->size())) {
+      a.legacy_ = true;
+      auto archive = formats::read_torchscript_archive(bytes, file->size());
+      for (auto& t : archive.tensors) {
+        // A view of the storage's bytes (kept alive by the tensor), copied out: the tensor owns its memory and
+        // is contiguous, whatever strides the archive gave it (checked to stay inside the storage).
+        auto storage = t.storage;
+        const int64_t elements = static_cast<int64_t>(storage->size() / formats::dtype_size(t.dtype));
+        auto base = torch::from_blob(
+            const_cast<char*>(storage->data()), {elements}, [storage](void*) {},
+            torch::TensorOptions().dtype(to_torch(t.dtype)));
+        auto value = base.as_strided(t.sizes, t.strides, t.offset).clone(torch::MemoryFormat::Contiguous);
+        a.tensor_bytes_ += nbytes(value);
+        a.tensors_[t.name] = value;
+      }
+      for (auto& [name, value] : archive.values) a.strings_[name] = std::move(value);
+      return a;
+    }
+    const auto header = formats::parse_safetensors(bytes, file->size());
+    a.strings_ = header.metadata;
+    for (const auto& e : header.tensors) {
+      const uint8_t* at = bytes + header.data_start + e.begin;
+      const auto options = torch::TensorOptions().dtype(to_torch(e.dtype));
+      torch::Tensor value;
+      if (reinterpret_cast<uintptr_t>(at) % formats::dtype_size(e.dtype) == 0) {
+        // A view of the mapped file, which stays mapped while a view lives.
+        value = torch::from_blob(const_cast<uint8_t*>(at), e.shape, [file](void*) {}, options);
+      } else {  // a file from another writer whose data is not aligned to its type
+        value = torch::empty(e.shape, options);
+        std::memcpy(value.data_ptr(), at, e.end - e.begin);
+      }
+      a.tensor_bytes_ += e.end - e.begin;
+      a.tensors_[e.name] = value;
+    }
+  } catch (const DataError& e) {
+    throw DataError(path + ": not a readable checkpoint: " + e.what());
+  }
+  return a;
+}
+
+}  // namespace parla::models
