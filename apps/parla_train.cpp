@@ -4,6 +4,7 @@
 // (fairseq's average_checkpoints.py); `parla-train quantize` writes an int8 checkpoint for CPU decoding
 // (CTranslate2's int8 conversion); `parla-train upgrade` rewrites an old (TorchScript) checkpoint as safetensors.
 #include <cstdlib>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -56,31 +57,37 @@ int main(int argc, char** argv) {
   avg->add_option("--last", average_last, "Average the last N checkpoint_<step>.pt of --dir instead");
   avg->add_option("--dir", average_dir, "Directory for --last (a training save_dir)");
 
-  // parla-train quantize -o OUT CKPT
-  std::string quantize_out, quantize_in;
-  auto* quant = cli.add_subcommand("quantize", "Write an int8 copy of a translation checkpoint for CPU decoding "
-                                               "(weights per output channel, about 4x smaller); parla-translate "
-                                               "loads it directly");
-  quant->add_option("-o,--output", quantize_out, "Output checkpoint")->required();
-  quant->add_option("checkpoint", quantize_in, "Float checkpoint to quantize")->required();
-
-  // parla-train upgrade -o OUT CKPT
-  std::string upgrade_out, upgrade_in;
-  auto* upgrade = cli.add_subcommand("upgrade", "Rewrite a checkpoint of an earlier parla (a TorchScript archive, "
-                                                "read without running any of its code) as safetensors, with its "
-                                                "optimizer and training state, so --resume continues exactly");
-  upgrade->add_option("-o,--output", upgrade_out, "Output checkpoint")->required();
-  upgrade->add_option("checkpoint", upgrade_in, "Checkpoint to rewrite")->required();
+  // parla-train quantize|upgrade -o OUT CKPT: one checkpoint in, one out.
+  struct OneToOne {
+    std::string out, in;
+    CLI::App* app;
+  };
+  auto one_to_one = [&](const char* name, const std::string& help, const char* input_help) {
+    auto o = std::make_unique<OneToOne>();
+    o->app = cli.add_subcommand(name, help);
+    o->app->add_option("-o,--output", o->out, "Output checkpoint")->required();
+    o->app->add_option("checkpoint", o->in, input_help)->required();
+    return o;
+  };
+  const auto quant = one_to_one("quantize",
+                                "Write an int8 copy of a translation checkpoint for CPU decoding (weights per output "
+                                "channel, about 4x smaller); parla-translate loads it directly",
+                                "Float checkpoint to quantize");
+  const auto upgrade = one_to_one("upgrade",
+                                  "Rewrite a checkpoint of an earlier parla (a TorchScript archive, read without "
+                                  "running any of its code) as safetensors, with its optimizer and training state, "
+                                  "so --resume continues exactly",
+                                  "Checkpoint to rewrite");
 
   return parla::app::run(cli, flags, argc, argv, [&]() -> int {
-    if (upgrade->parsed()) {
-      const int format = parla::train::upgrade_checkpoint(upgrade_in, upgrade_out);
-      spdlog::info("wrote '{}' (safetensors) from '{}' (format {})", upgrade_out, upgrade_in, format);
+    if (upgrade->app->parsed()) {
+      const int format = parla::train::upgrade_checkpoint(upgrade->in, upgrade->out);
+      spdlog::info("wrote '{}' (safetensors) from '{}' (format {})", upgrade->out, upgrade->in, format);
       return 0;
     }
-    if (quant->parsed()) {
-      parla::models::quantize_checkpoint(quantize_in, quantize_out);
-      spdlog::info("wrote the int8 checkpoint '{}'", quantize_out);
+    if (quant->app->parsed()) {
+      parla::models::quantize_checkpoint(quant->in, quant->out);
+      spdlog::info("wrote the int8 checkpoint '{}'", quant->out);
       return 0;
     }
     if (avg->parsed()) {

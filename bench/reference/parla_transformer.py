@@ -19,6 +19,7 @@ Import-only module (no command line); train_reference.py and translate_reference
 from __future__ import annotations
 
 import json
+import struct
 import math
 from dataclasses import dataclass, field, fields
 
@@ -399,9 +400,49 @@ class Transformer(nn.Module):
 
 # --- parla checkpoints ---
 
+_SAFETENSORS_DTYPES = {"F64": torch.float64, "F32": torch.float32, "F16": torch.float16, "BF16": torch.bfloat16,
+                       "I64": torch.int64, "I32": torch.int32, "I16": torch.int16, "I8": torch.int8,
+                       "U8": torch.uint8, "BOOL": torch.bool}
+
+
+def _read_safetensors(path: str):
+    """The tensors and __metadata__ of a safetensors file (8-byte little-endian header length, JSON header, data),
+    read without the safetensors package."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    base = 8 + n
+    tensors = {}
+    for name, e in header.items():
+        begin, end = e["data_offsets"]
+        raw = bytearray(data[base + begin:base + end])  # a copy: the tensor owns writable memory
+        t = torch.frombuffer(raw, dtype=_SAFETENSORS_DTYPES[e["dtype"]]) if raw else \
+            torch.empty(0, dtype=_SAFETENSORS_DTYPES[e["dtype"]])
+        tensors[name] = t.reshape(e["shape"])
+    return tensors, meta
+
+
 def read_parla_checkpoint(path: str):
-    """Opens a parla checkpoint (a torch::serialize::OutputArchive, which TorchScript reads as a module) ->
-    (state dict with parla's names minus the 'model.' prefix, meta dict with config, vocab sizes, spm bytes)."""
+    """Opens a parla checkpoint -> (state dict with parla's names minus the 'model.' prefix, meta dict with config,
+    vocab sizes, spm bytes). Format 2 (safetensors, lib/models/checkpoint.h) is read as data. Format 1 (a
+    TorchScript archive of parla before issue 35) is opened with torch.jit.load, which runs the archive's code:
+    only for files you made yourself; `parla-train upgrade -o NEW OLD` converts one without running anything."""
+    with open(path, "rb") as f:
+        legacy = f.read(2) == b"PK"
+    if not legacy:
+        tensors, strings = _read_safetensors(path)
+        if strings.get("parla_format") != "2":
+            raise ValueError(f"{path}: parla checkpoint format {strings.get('parla_format')} (expected 2)")
+        meta = json.loads(strings["parla_meta"])
+        if meta.get("int8"):
+            raise ValueError(f"{path}: an int8 checkpoint; the reference reads float checkpoints")
+        for side in ("src", "tgt"):
+            t = tensors.get(f"parla_{side}_spm")
+            meta[f"{side}_spm"] = bytes(t.tolist()) if t is not None and t.numel() else b""
+        state = {name[len("model."):]: t for name, t in tensors.items() if name.startswith("model.")}
+        return state, meta
     archive = torch.jit.load(path, map_location="cpu")
     if int(archive.parla_format) != 1:
         raise ValueError(f"{path}: parla checkpoint format {archive.parla_format} (expected 1)")

@@ -12,34 +12,15 @@
 #include "models/checkpoint.h"
 #include "models/factory.h"
 #include "models/tiny_config.h"
+#include "checkpoint_fixtures.h"
 #include "support/cuda.h"
 #include "support/temp_dir.h"
 
 using namespace parla::models;
 using parla::testing::TempDir;
 
-namespace {
-
-ModelMeta meta_for(const parla::ModelConfig& model_cfg) {
-  parla::Config c;
-  c.model = model_cfg;
-  ModelMeta m;
-  m.config = parla::config::to_json(c);
-  m.src_spm = std::string("\x0a\x00\xff binary proto", 16);
-  m.tgt_spm = "";
-  m.info = {{"step", 42}};
-  return m;
-}
-
-torch::Tensor outputs(Seq2SeqModel& model) {
-  torch::NoGradGuard g;
-  model.eval();
-  auto src = torch::tensor({5, 9, 7, 3, 6, 8, 3, 0}, torch::kLong).view({2, 4});
-  auto tgt = torch::tensor({2, 5, 6, 2, 7, 8}, torch::kLong).view({2, 3});
-  return model.forward(src, tgt);
-}
-
-}  // namespace
+using parla::testing::meta_for;
+using parla::testing::outputs;
 
 TEST_CASE("save then load gives a model with identical outputs and the same metadata") {
   TempDir dir("checkpoint");

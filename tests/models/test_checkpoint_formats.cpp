@@ -4,6 +4,7 @@
 
 #include <sys/resource.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -12,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include "checkpoint_fixtures.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "formats/mapped_file.h"
@@ -29,29 +31,12 @@
 #include "support/zip_edit.h"
 
 using namespace parla::models;
+using parla::testing::meta_for;
+using parla::testing::outputs;
 using parla::testing::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-ModelMeta meta_for(const parla::ModelConfig& model_cfg) {
-  parla::Config c;
-  c.model = model_cfg;
-  ModelMeta m;
-  m.config = parla::config::to_json(c);
-  m.src_spm = std::string("\x0a\x00\xff spm", 8);
-  m.tgt_spm = "target";
-  m.info = {{"step", 3}, {"path", "caf\xc3\xa9"}};
-  return m;
-}
-
-torch::Tensor outputs(Seq2SeqModel& model) {
-  torch::NoGradGuard g;
-  model.eval();
-  auto src = torch::tensor({5, 9, 7, 3, 6, 8, 3, 0}, torch::kLong).view({2, 4});
-  auto tgt = torch::tensor({2, 5, 6, 2, 7, 8}, torch::kLong).view({2, 3});
-  return model.forward(src, tgt);
-}
 
 void expect_same_parameters(torch::nn::Module& a, torch::nn::Module& b) {
   auto pa = a.named_parameters(), pb = b.named_parameters();
@@ -102,7 +87,7 @@ TEST_CASE("every model kind written in the old TorchScript format loads as it do
       CHECK(b.meta.config == a.meta.config);
       CHECK(b.meta.info == a.meta.info);
       CHECK(b.meta.src_spm == meta_for(cfg).src_spm);
-      CHECK(b.meta.tgt_spm == "target");
+      CHECK(b.meta.tgt_spm.empty());
       CHECK(b.meta.int8 == a.meta.int8);
       CHECK(a.meta.int8.empty() != int8);
     }
@@ -122,13 +107,16 @@ TEST_CASE("a checkpoint is a safetensors file: any reader finds parla's metadata
   TempDir dir("formats-plain");
   auto cfg = parla::testing::tiny_transformer();
   auto model = build_seq2seq(cfg, 20, 24);
-  save_checkpoint(dir.file("m.pt"), *model, meta_for(cfg));
+  auto meta_in = meta_for(cfg);
+  meta_in.info["path"] = "caf\xc3\xa9";
+  save_checkpoint(dir.file("m.pt"), *model, meta_in);
   auto file = parla::formats::MappedFile::open(dir.file("m.pt"));
   const auto h = parla::formats::parse_safetensors(file->data(), file->size());
   CHECK(h.metadata.at("parla_format") == "2");
   CHECK(h.metadata.at("format") == "pt");
   const auto meta = nlohmann::json::parse(h.metadata.at("parla_meta"));
   CHECK(meta["tgt_vocab_size"] == 24);
+  CHECK(meta["info"]["step"] == 42);
   CHECK(meta["info"]["path"] == "caf\xc3\xa9");
   size_t found = 0;
   for (const auto& p : model->named_parameters()) {
@@ -290,4 +278,18 @@ TEST_CASE("the shared Multi30k checkpoint of an earlier parla reads through the 
   CHECK(upgraded.meta.src_spm == old.meta.src_spm);
   CHECK(upgraded.meta.config == old.meta.config);
   CHECK(fs::file_size(dir.file("new.pt")) < fs::file_size(path));
+
+  // Translations through the strict reader and from the upgraded copy are the same bytes.
+  const std::string test = std::string(PARLA_SHARED_DIR) + "/data/multi30k/test_2016_flickr.en";
+  if (!fs::exists(test)) return;
+  std::ifstream in(test);
+  std::string lines, line;
+  for (int i = 0; i < 30 && std::getline(in, line); ++i) lines += line + "\n";
+  const auto input = dir.write("in.en", lines);
+  auto a = parla::testing::run("parla-translate", {"-m", path, "-i", input, "--threads", "1"});
+  auto b = parla::testing::run("parla-translate", {"-m", dir.file("new.pt"), "-i", input, "--threads", "1"});
+  REQUIRE(a.exit_code == 0);
+  REQUIRE(b.exit_code == 0);
+  CHECK(std::count(a.out.begin(), a.out.end(), '\n') == 30);
+  CHECK(a.out == b.out);
 }

@@ -14,6 +14,7 @@
 #include "models/tensor_archive.h"
 #include "support/legacy_checkpoint.h"
 #include "support/run.h"
+#include "metrics_records.h"
 #include "toy_dataset.h"
 #include "train/checkpoint_upgrade.h"
 #include "train/trainer.h"
@@ -23,23 +24,6 @@ using parla::train::Trainer;
 using parla::train::TrainerOptions;
 
 namespace {
-
-std::vector<nlohmann::json> train_records(const std::string& save_dir) {
-  std::ifstream in(save_dir + "/metrics.jsonl");
-  std::vector<nlohmann::json> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    auto j = nlohmann::json::parse(line);
-    if (j["type"] == "train") out.push_back(j);
-  }
-  return out;
-}
-
-std::vector<double> losses(const std::string& save_dir) {
-  std::vector<double> out;
-  for (const auto& r : train_records(save_dir)) out.push_back(r["loss"].get<double>());
-  return out;
-}
 
 bool is_zip(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -59,7 +43,7 @@ std::vector<double> resumed(Config cfg, int split, int total, Prepare prepare) {
   TrainerOptions o;
   o.resume = last;
   Trainer(cfg, o).run();
-  return losses(cfg.training.save_dir);
+  return parla::test::train_losses(cfg.training.save_dir);
 }
 
 }  // namespace
@@ -82,7 +66,7 @@ TEST_CASE("a run resumed from a checkpoint in the old TorchScript format, or fro
       Config full = config("full");
       full.training.max_steps = 30;
       Trainer(full, {}).run();
-      const auto expected = losses(full.training.save_dir);
+      const auto expected = parla::test::train_losses(full.training.save_dir);
       REQUIRE(expected.size() == 30);
 
       const auto via_legacy = resumed(config("legacy"), 13, 30, [](const std::string& last) {
@@ -118,7 +102,7 @@ TEST_CASE("a BERT run resumed from an old-format checkpoint continues its maskin
     parla::testing::write_legacy_checkpoint(last, last + ".old");
     std::filesystem::rename(last + ".old", last);
   });
-  CHECK(via_legacy == losses(full.training.save_dir));
+  CHECK(via_legacy == parla::test::train_losses(full.training.save_dir));
 }
 
 TEST_CASE("parla-train upgrade rewrites an old checkpoint as safetensors holding the same entries") {

@@ -12,12 +12,14 @@
 #include "core/error.h"
 #include "models/factory.h"
 #include "models/tensor_archive.h"
+#include "metrics_records.h"
 #include "support/cuda.h"
 #include "support/run.h"
 #include "toy_dataset.h"
 #include "train/trainer.h"
 
 using parla::Config;
+using parla::test::train_records;
 using parla::train::Trainer;
 using parla::train::TrainerOptions;
 namespace fs = std::filesystem;
@@ -33,17 +35,6 @@ std::vector<torch::Tensor> stored_parameters(const Config& cfg, int64_t vocab, c
     torch::Tensor t;
     REQUIRE(archive.try_read("model." + p.key(), t));
     out.push_back(t.clone());
-  }
-  return out;
-}
-
-std::vector<nlohmann::json> train_records(const std::string& save_dir) {
-  std::ifstream in(save_dir + "/metrics.jsonl");
-  std::vector<nlohmann::json> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    auto j = nlohmann::json::parse(line);
-    if (j["type"] == "train") out.push_back(j);
   }
   return out;
 }

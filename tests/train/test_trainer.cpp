@@ -19,6 +19,7 @@
 #include "models/factory.h"
 #include "support/cuda.h"
 #include "support/run.h"
+#include "metrics_records.h"
 #include "toy_dataset.h"
 #include "train/shutdown_signal.h"
 #include "train/trainer.h"
@@ -27,21 +28,6 @@ using parla::Config;
 using parla::train::Trainer;
 using parla::train::TrainerOptions;
 namespace fs = std::filesystem;
-
-namespace {
-
-std::vector<double> metric_losses(const std::string& save_dir) {
-  std::ifstream in(save_dir + "/metrics.jsonl");
-  std::vector<double> out;
-  std::string line;
-  while (std::getline(in, line)) {
-    auto j = nlohmann::json::parse(line);
-    if (j["type"] == "train") out.push_back(j["loss"].get<double>());
-  }
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("training on a toy copy task lowers the validation loss well below chance") {
   auto data = parla::test::toy_dataset("copy", 12);
@@ -98,7 +84,7 @@ TEST_CASE("a run interrupted and resumed gives exactly the losses of an uninterr
       o.resume = part.training.save_dir + "/checkpoint_last.pt";
       auto rp = Trainer(part, o).run();
       CHECK(rp.losses.size() == 23);
-      auto lf = metric_losses(full.training.save_dir), lp = metric_losses(part.training.save_dir);
+      auto lf = parla::test::train_losses(full.training.save_dir), lp = parla::test::train_losses(part.training.save_dir);
       REQUIRE(lf.size() == 40);
       CHECK(lp == lf);
     }
@@ -260,7 +246,7 @@ TEST_CASE("on a GPU, a run interrupted and resumed gives exactly the losses of a
   o.resume = part.training.save_dir + "/checkpoint_last.pt";
   auto rp = Trainer(part, o).run();  // AdamW moments not on the GPU would make its step throw
   CHECK(rp.losses.size() == 17);
-  auto lf = metric_losses(full.training.save_dir), lp = metric_losses(part.training.save_dir);
+  auto lf = parla::test::train_losses(full.training.save_dir), lp = parla::test::train_losses(part.training.save_dir);
   REQUIRE(lf.size() == 30);
   CHECK(lp == lf);
   at::globalContext().setDeterministicAlgorithms(false, false);
@@ -399,7 +385,7 @@ TEST_CASE("the training loop reads the device once per update and once per progr
   for (double l : r.losses) CHECK(std::isfinite(l));
   // The interval means of metrics.jsonl are the per-update losses weighted by their token counts; the first
   // interval's mean lies within the range of its five losses.
-  auto logged = metric_losses(cfg.training.save_dir);
+  auto logged = parla::test::train_losses(cfg.training.save_dir);
   REQUIRE(logged.size() == 4);
   CHECK(logged[0] >= *std::min_element(r.losses.begin(), r.losses.begin() + 5));
   CHECK(logged[0] <= *std::max_element(r.losses.begin(), r.losses.begin() + 5));
@@ -521,7 +507,7 @@ TEST_CASE("parla-train --resume of a run that reached training.max_steps exits 0
   CHECK(raised.exit_code == 0);
   CHECK(raised.err.find("nothing to do") == std::string::npos);
   CHECK(parla::models::read_meta(cfg.training.save_dir + "/checkpoint_last.pt").info["step"] == 11);
-  CHECK(metric_losses(cfg.training.save_dir).size() == 11);
+  CHECK(parla::test::train_losses(cfg.training.save_dir).size() == 11);
 }
 
 TEST_CASE("resuming a run that reached training.max_time trains no further, and a raised max_time trains on") {
