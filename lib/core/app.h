@@ -27,13 +27,18 @@ void add_config_flags(CLI::App& cli, CommonFlags& flags);
 
 // Parses the command line, sets up logging, runs `body` and maps failures to exit codes with one clear message
 // on stderr: CLI11 parse errors and ConfigError/UsageError -> 2, DataError/IoError -> 1, out of memory -> 1.
+// Everything written to std::cout or C's stdout (reports, --dump-config, --help) is flushed and checked at the
+// end: when a write or the final flush failed (a full disk, a closed descriptor), an otherwise successful run
+// exits 1 with "cannot write standard output: <reason>". A standard descriptor that is closed at start gets
+// /dev/null (read-only for stdout, so its writes still fail), so no file the program opens takes its number.
 int run(CLI::App& cli, CommonFlags& flags, int argc, char** argv, const std::function<int()>& body);
 
 // Starts the effective config from --config and --set; the app then applies its named flags (SchemaFlags::apply)
 // and calls builder.build().
 config::ConfigBuilder start_config(const CommonFlags& flags);
 
-// With --dump-config, prints the effective config as JSON to stdout and returns true (the app exits 0).
+// With --dump-config, prints the effective config as JSON to stdout and returns true (the app exits 0, or 1 from
+// run() when standard output refused it).
 bool dump_config_if_asked(const CommonFlags& flags, const Config& c);
 
 }  // namespace parla::app

@@ -258,7 +258,27 @@ TEST_CASE("a config dumped into a full disk (--dump-config) exits 1 naming stand
     INFO(app);
     auto r = run("/bin/bash", {"-c", std::string(PARLA_BIN_DIR) + "/" + app + " --dump-config > /dev/full"});
     CHECK(r.exit_code == 1);
-    CHECK_THAT(r.err, Contains("standard output"));
-    CHECK_THAT(r.err, Contains("No space left on device"));
+    CHECK_THAT(r.err, Contains("cannot write standard output: No space left on device"));
+  }
+}
+
+TEST_CASE("what an executable prints to a closed or full standard output is an error, not a silent success") {
+  const std::string bin = std::string(PARLA_BIN_DIR) + "/";
+  for (const char* app : kConfigApps) {
+    INFO(app);
+    auto closed = run("/bin/bash", {"-c", bin + app + " --dump-config >&-"});
+    CHECK(closed.exit_code == 1);
+    CHECK_THAT(closed.err, Contains("cannot write standard output: Bad file descriptor"));
+  }
+  for (const char* app : {"parla-preprocess", "parla-train", "parla-translate", "parla-score-bleu", "parla-serve"}) {
+    INFO(app);
+    auto help = run("/bin/bash", {"-c", bin + app + " --help > /dev/full"});
+    CHECK(help.exit_code == 1);
+    CHECK_THAT(help.err, Contains("cannot write standard output: No space left on device"));
+    auto version = run("/bin/bash", {"-c", bin + app + " --version >&-"});
+    CHECK(version.exit_code == 1);
+    CHECK_THAT(version.err, Contains("cannot write standard output: Bad file descriptor"));
+    // The same commands with a standard output that takes the text succeed.
+    CHECK(run(app, {"--help"}).exit_code == 0);
   }
 }

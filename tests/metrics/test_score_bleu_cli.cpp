@@ -281,6 +281,26 @@ TEST_CASE("an all-empty hypothesis scores 0.00 with a warning, a file without li
   CHECK(e.err.find("no lines") != std::string::npos);
 }
 
+TEST_CASE("a report that cannot be written to standard output exits 1 naming the reason", "[cli][errors]") {
+  TempDir tmp("score-bleu-stdout");
+  auto ref = tmp.write("ref.txt", "the cat sat on the mat\na dog\n");
+  auto hyp = tmp.write("hyp.txt", "the cat sat on a mat\na dog\n");
+  const std::string cmd = parla::testing::shell_quote(std::string(PARLA_BIN_DIR) + "/" + kExe) + " " +
+                          parla::testing::shell_quote(ref) + " -i " + parla::testing::shell_quote(hyp);
+  for (const std::string& mode : {"", " --sentence-level", " --stats", " -m chrf -f text"}) {
+    INFO(mode);
+    auto ok = run("/bin/bash", {"-c", cmd + mode});
+    CHECK(ok.exit_code == 0);
+    CHECK_FALSE(ok.out.empty());
+    auto full = run("/bin/bash", {"-c", cmd + mode + " > /dev/full"});
+    CHECK(full.exit_code == 1);
+    CHECK(full.err.find("cannot write standard output: No space left on device") != std::string::npos);
+    auto closed = run("/bin/bash", {"-c", cmd + mode + " >&-"});
+    CHECK(closed.exit_code == 1);
+    CHECK(closed.err.find("cannot write standard output: Bad file descriptor") != std::string::npos);
+  }
+}
+
 TEST_CASE("bad options exit 2 with a message", "[cli][errors]") {
   TempDir tmp("score-bleu-usage");
   auto ref = tmp.write("ref.txt", "a\n");
