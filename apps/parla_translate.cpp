@@ -37,7 +37,8 @@ int main(int argc, char** argv) {
   cli.add_option("-m,--models,--model", models, "Checkpoint(s) to translate with; several form an ensemble")
       ->expected(1, -1);
   cli.add_option("-i,--input", input, "Input text file ('-' = stdin)")->capture_default_str();
-  cli.add_option("-o,--output", output, "Output file ('-' = stdout); written to a temporary file, renamed when done")
+  cli.add_option("-o,--output", output, "Output file ('-' = stdout); written to a temporary file, renamed when done "
+                 "(a FIFO or device is written in place)")
       ->capture_default_str();
 
   return parla::app::run(cli, flags, argc, argv, [&] {

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace parla::data {
 
@@ -40,8 +41,15 @@ class OutputFile {
   std::string path_, name_;
 };
 
-// PATH written as a temporary sibling (PATH.tmp) and renamed into place by commit(), so that PATH is either
-// whole or untouched: destroyed without commit() (an error on the way), it removes the temporary.
+// The temporary sibling a writer of PATH uses: PATH.tmp.<pid>. The PID keeps concurrent writers apart and lets
+// remove_stale_temporaries tell a dead writer's leftovers from a live one's. Every atomic write in parla uses it.
+std::string temporary_path(const std::string& path);
+
+// PATH written as its temporary sibling (temporary_path) and renamed into place by commit(), so that PATH is either
+// whole or untouched: destroyed without commit() (an error on the way), it removes the temporary. A PATH that
+// exists and is neither a regular file nor a directory (a FIFO, a character device such as /dev/stdout or
+// /dev/null) is written in place instead: renaming over it would replace it with a regular file that its reader
+// never sees.
 class AtomicOutputFile {
  public:
   explicit AtomicOutputFile(const std::string& path);
@@ -50,10 +58,11 @@ class AtomicOutputFile {
   AtomicOutputFile& operator=(const AtomicOutputFile&) = delete;
 
   OutputFile& file() { return *file_; }
-  // Closes the temporary and renames it to PATH. IoError naming the file and the reason on either failure; the
-  // temporary is removed then too.
+  // Closes the temporary and renames it to PATH (in place: closes PATH). IoError naming the file and the reason
+  // on either failure; the temporary is removed then too.
   void commit();
   const std::string& path() const { return path_; }
+  // The temporary being written; empty when PATH is written in place.
   const std::string& temporary_path() const { return tmp_; }
 
  private:
@@ -65,5 +74,17 @@ class AtomicOutputFile {
 
 // Writes a whole file through a temporary sibling and renames it into place.
 void write_file_atomically(const std::string& path, std::string_view content);
+
+// Copies FROM to TO through TO's temporary sibling, renamed into place: TO is whole or untouched. IoError naming
+// TO, the temporary and the reason; the temporary is removed then.
+void copy_file_atomically(const std::string& from, const std::string& to);
+
+// Removes what writers killed mid-write (SIGKILL, power loss) left for good: for a file PATH, its temporaries
+// PATH.tmp.<pid> whose process is gone (kill(pid, 0) fails with ESRCH) and the fixed-name PATH.tmp that parla
+// used before temporaries carried the PID; for a folder, the PID-named temporaries of every file in it and the
+// fixed-name ones of parla's own outputs there (NAME.pt.tmp, NAME.json.tmp). Temporaries of running processes
+// (this one's included) and every other file are kept; a missing path or folder is nothing to do. Each removal is
+// logged; one that fails is a warning, never an error. Returns the paths removed.
+std::vector<std::string> remove_stale_temporaries(const std::string& path_or_dir);
 
 }  // namespace parla::data

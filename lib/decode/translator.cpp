@@ -228,8 +228,9 @@ TranslationStats translate_file(Translator& translator, const std::string& input
     stats = translator.translate_stream(*in, out);
     out.close();
   } else {
-    // Written as OUTPUT.tmp and renamed when complete: a failed run leaves neither a half-written OUTPUT nor the
-    // temporary.
+    // Written as OUTPUT.tmp.<pid> and renamed when complete (a FIFO or device in place): a failed run leaves
+    // neither a half-written OUTPUT nor the temporary, and what killed runs left is removed first.
+    data::remove_stale_temporaries(output);
     data::AtomicOutputFile out(output);
     stats = translator.translate_stream(*in, out.file());
     out.commit();

@@ -96,7 +96,8 @@ class Translator {
 };
 
 // parla-translate's I/O: reads `input` ("-" = stdin), writes `output` ("-" = stdout; a file is written as
-// OUTPUT.tmp and renamed when complete, so a failed run leaves neither a half-written output nor the temporary).
+// OUTPUT.tmp.<pid> and renamed when complete, so a failed run leaves neither a half-written output nor the
+// temporary, and the temporaries of killed runs are removed first; a FIFO or a device is written in place).
 // Write errors name "standard output" or the file, and the system's reason ("No space left on device"). Logs
 // the sentence count and, where they mean something, sentences/s and tokens/s to stderr at the end.
 TranslationStats translate_file(Translator& translator, const std::string& input, const std::string& output);

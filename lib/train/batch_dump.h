@@ -3,8 +3,8 @@
 // (bench/reference/) trains on exactly the batches parla-train trained on. Little-endian binary:
 //   8 bytes magic "PRLBAT01", then per batch: int64 B, int64 S, int64 T, src int64[B*S], tgt_in int64[B*T],
 //   tgt_out int64[B*T]   (row-major; T = 0 for a batch without target, as BERT's)
-// Written to PATH.tmp and renamed to PATH when the run ends (or stops on a signal), so PATH is always whole; a run
-// that fails removes PATH.tmp.
+// Written to PATH.tmp.<pid> (data::AtomicOutputFile) and renamed to PATH when the run ends (or stops on a signal),
+// so PATH is always whole; a run that fails removes the temporary.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -17,11 +17,11 @@ namespace parla::train {
 
 class BatchDumpWriter {
  public:
-  // Truncates PATH.tmp. Throws IoError naming training.dump_batches, the file and the system's reason when it
+  // Creates PATH's temporary. Throws IoError naming training.dump_batches, the file and the system's reason when it
   // cannot be written.
   explicit BatchDumpWriter(const std::string& path);
   void write(const data::Batch& batch);  // a CPU batch
-  // Flushes and renames PATH.tmp to PATH. Throws IoError.
+  // Flushes and renames the temporary to PATH. Throws IoError.
   void finish();
 
  private:

@@ -86,17 +86,7 @@ std::string read_file_bytes(const std::string& path) {
 
 // Through a temporary in the same folder, removed when anything fails, so `to` is either the whole copy or
 // untouched.
-void copy_atomically(const std::string& from, const std::string& to) {
-  std::string tmp = to + ".tmp";
-  std::error_code ec;
-  fs::copy_file(from, tmp, fs::copy_options::overwrite_existing, ec);
-  if (!ec) fs::rename(tmp, to, ec);
-  if (ec) {
-    std::string why = ec.message();
-    fs::remove(tmp, ec);
-    throw IoError("cannot write '" + to + "' (temporary '" + tmp + "'): " + why);
-  }
-}
+void copy_atomically(const std::string& from, const std::string& to) { data::copy_file_atomically(from, to); }
 
 // Rows [start, start + n) of a batch, without the padding columns that only longer rows needed.
 data::Batch batch_rows(const data::Batch& b, int64_t start, int64_t n) {
@@ -225,6 +215,8 @@ struct Trainer::Impl {
       std::error_code ec;
       fs::create_directories(save_dir, ec);
       if (ec) throw IoError("cannot create training.save_dir '" + save_dir + "': " + ec.message());
+      // Saves killed mid-write (SIGKILL, a lost machine) leave their temporaries; this run removes those.
+      data::remove_stale_temporaries(save_dir);
       data::write_file_atomically(save_dir + "/config.json", config::to_json(cfg).dump(2) + "\n");
       metrics = MetricsLog(save_dir + "/" + t.metrics_file, /*truncate=*/opts.resume.empty());
     }

@@ -1,14 +1,22 @@
 // Output files: every write failure names the file and the system's reason; atomic files are whole or absent.
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <sstream>
+#include <thread>
 
 #include "core/error.h"
 #include "data/output_file.h"
 #include "support/files.h"
+#include "support/run.h"
 #include "support/temp_dir.h"
 
 using Catch::Contains;
@@ -17,6 +25,7 @@ using parla::data::OutputFile;
 using parla::testing::TempDir;
 namespace fs = std::filesystem;
 
+using parla::testing::dead_pid;
 using parla::testing::read_file;
 
 TEST_CASE("a write that fails names the file and the system's reason") {
@@ -70,13 +79,13 @@ TEST_CASE("an atomic output file is whole after commit and leaves neither file n
   const std::string p = dir.file("out.txt");
   {
     AtomicOutputFile out(p);
-    CHECK(out.temporary_path() == p + ".tmp");
+    CHECK(out.temporary_path() == p + ".tmp." + std::to_string(::getpid()));
     out.file().write("whole\n");
     CHECK_FALSE(fs::exists(p));  // nothing under the final name until commit
     out.commit();
   }
   CHECK(read_file(p) == "whole\n");
-  CHECK_FALSE(fs::exists(p + ".tmp"));
+  CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);  // no temporary
 
   // An error on the way (the object destroyed without commit): the old file stays, the temporary goes.
   try {
@@ -86,11 +95,11 @@ TEST_CASE("an atomic output file is whole after commit and leaves neither file n
   } catch (const std::runtime_error&) {
   }
   CHECK(read_file(p) == "whole\n");
-  CHECK_FALSE(fs::exists(p + ".tmp"));
+  CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
 
   parla::data::write_file_atomically(dir.file("meta.json"), "{}\n");
   CHECK(read_file(dir.file("meta.json")) == "{}\n");
-  CHECK_FALSE(fs::exists(dir.file("meta.json.tmp")));
+  CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 2);
 }
 
 TEST_CASE("an atomic output file whose rename fails names both paths and removes the temporary") {
@@ -98,7 +107,95 @@ TEST_CASE("an atomic output file whose rename fails names both paths and removes
   fs::create_directories(dir.file("taken/inside"));  // a non-empty directory cannot be replaced by a file
   AtomicOutputFile out(dir.file("taken"));
   out.file().write("x");
-  CHECK_THROWS_WITH(out.commit(), Contains(dir.file("taken.tmp")) && Contains(dir.file("taken")));
+  CHECK_THROWS_WITH(out.commit(), Contains(out.temporary_path()) && Contains(dir.file("taken")));
   CHECK(fs::is_directory(dir.file("taken/inside")));
-  CHECK_FALSE(fs::exists(dir.file("taken.tmp")));
+  CHECK_FALSE(fs::exists(out.temporary_path()));
+}
+
+TEST_CASE("an atomic output file to a FIFO writes in place, so the FIFO's reader gets every byte") {
+  TempDir dir("output-file");
+  const std::string fifo = dir.file("pipe");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // Held open for writing until the end, so that the reader's open never blocks and it sees the end of the data
+  // even if the FIFO were replaced by a renamed file (the test then fails instead of hanging).
+  const int holder = ::open(fifo.c_str(), O_RDWR);
+  REQUIRE(holder >= 0);
+  std::string received;
+  std::promise<void> opened;
+  std::thread reader([&] {
+    std::ifstream in(fifo, std::ios::binary);
+    opened.set_value();
+    received.assign(std::istreambuf_iterator<char>(in), {});
+  });
+  opened.get_future().wait();  // a reader that opened after the holder closed would wait for a writer forever
+  {
+    AtomicOutputFile out(fifo);
+    CHECK(out.temporary_path().empty());
+    for (int i = 0; i < 10000; ++i) out.file().write_line("line " + std::to_string(i));  // more than a pipe holds
+    out.commit();
+  }
+  ::close(holder);
+  reader.join();
+  CHECK(received.size() > 65536);
+  CHECK(received.substr(0, 14) == "line 0\nline 1\n");
+  CHECK(received.substr(received.size() - 10) == "line 9999\n");
+  struct stat st;
+  REQUIRE(::stat(fifo.c_str(), &st) == 0);
+  CHECK(S_ISFIFO(st.st_mode));  // still the FIFO, not a regular file renamed over it
+  CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
+}
+
+TEST_CASE("stale temporaries of dead writers are removed, live writers' and unrelated files are kept") {
+  TempDir dir("output-file");
+  const std::string dead = std::to_string(dead_pid()), live = std::to_string(::getpid());
+  const std::string out = dir.write("out.txt", "old\n");
+  const std::string stale = dir.write("out.txt.tmp." + dead, "half");
+  const std::string legacy = dir.write("out.txt.tmp", "half");  // parla before temporaries carried the PID
+  const std::string running = dir.write("out.txt.tmp." + live, "being written");
+  const std::string other_stale = dir.write("other.txt.tmp." + dead, "not out.txt's");
+  const std::string unrelated[] = {dir.write("out.txt.tmp.12x", ""), dir.write("out.txt.tmpl", ""),
+                                   dir.write("notes.tmp", ""), dir.write("out.txt.bak", "")};
+
+  auto removed = parla::data::remove_stale_temporaries(out);
+  std::sort(removed.begin(), removed.end());
+  CHECK(removed == std::vector<std::string>{legacy, stale});
+  CHECK_FALSE(fs::exists(stale));
+  CHECK_FALSE(fs::exists(legacy));
+  CHECK(read_file(out) == "old\n");
+  CHECK(fs::exists(running));
+  CHECK(fs::exists(other_stale));  // another file's temporary: not this path's to remove
+  for (const auto& f : unrelated) CHECK(fs::exists(f));
+
+  // A path whose folder is missing, or a path without temporaries: nothing to do.
+  CHECK(parla::data::remove_stale_temporaries(dir.file("missing/out.txt")).empty());
+  CHECK(parla::data::remove_stale_temporaries(out).empty());
+}
+
+TEST_CASE("stale temporaries in a folder: every file's dead-PID temporaries and parla's own fixed-name ones") {
+  TempDir dir("output-file");
+  const std::string dead = std::to_string(dead_pid()), live = std::to_string(::getpid());
+  const std::string gone[] = {dir.write("checkpoint_last.pt.tmp." + dead, "half"),
+                              dir.write("config.json.tmp." + dead, "{"),
+                              dir.write("checkpoint_500.pt.tmp", "half"),  // the numbered copies' old fixed name
+                              dir.write("config.json.tmp", "{")};
+  const std::string kept[] = {dir.write("checkpoint_last.pt", "whole"), dir.write("checkpoint_best.pt.tmp." + live, ""),
+                              dir.write("notes.tmp", "a user's"), dir.write("metrics.jsonl", "{}\n")};
+  fs::create_directories(dir.file("sub.tmp." + dead));  // folders are not temporaries of a file
+
+  auto removed = parla::data::remove_stale_temporaries(dir.path().string());
+  CHECK(removed.size() == 4);
+  for (const auto& f : gone) CHECK_FALSE(fs::exists(f));
+  for (const auto& f : kept) CHECK(fs::exists(f));
+  CHECK(fs::is_directory(dir.file("sub.tmp." + dead)));
+}
+
+TEST_CASE("copy_file_atomically copies through a PID-named temporary and leaves none") {
+  TempDir dir("output-file");
+  const std::string from = dir.write("checkpoint_last.pt", "weights");
+  parla::data::copy_file_atomically(from, dir.file("checkpoint_7.pt"));
+  CHECK(read_file(dir.file("checkpoint_7.pt")) == "weights");
+  CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 2);
+  CHECK_THROWS_WITH(parla::data::copy_file_atomically(dir.file("missing.pt"), dir.file("checkpoint_8.pt")),
+                    Contains(dir.file("checkpoint_8.pt")) && Contains(".tmp." + std::to_string(::getpid())));
+  CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 2);
 }

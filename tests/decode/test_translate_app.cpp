@@ -7,6 +7,9 @@
 #include <set>
 #include <sstream>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 #include <torch/torch.h>
 
@@ -222,12 +225,40 @@ TEST_CASE("parla-translate prints sorted distinct n-best lists and alignments", 
 TEST_CASE("parla-translate writes -o files atomically and refuses bad checkpoints clearly", "[translate_app]") {
   auto& f = fixture();
   std::string out = f.dir.file("out.txt");
+  // What killed runs left: a temporary whose writer is gone and the fixed name older versions used; the next run
+  // removes them, and keeps a live writer's.
+  const std::string stale = f.dir.write("out.txt.tmp." + std::to_string(parla::testing::dead_pid()), "half");
+  const std::string legacy = f.dir.write("out.txt.tmp", "half");
+  const std::string live = f.dir.write("out.txt.tmp." + std::to_string(::getpid()), "being written");
   auto r = run("parla-translate", {"-m", f.checkpoint, "-i", f.input, "-o", out, "-b", "1", "--max-input-length",
                                    "40", "--threads", "1"});
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.empty());
   CHECK(parla::testing::split_lines(slurp(out)).size() == f.input_lines);
-  CHECK_FALSE(std::filesystem::exists(out + ".tmp"));
+  CHECK_FALSE(fs::exists(stale));
+  CHECK_FALSE(fs::exists(legacy));
+  CHECK(fs::exists(live));
+  fs::remove(live);
+  for (const auto& e : fs::directory_iterator(f.dir.path()))
+    CHECK(e.path().filename().string().find("out.txt.tmp") == std::string::npos);
+  CHECK(r.err.find("removed '" + stale + "'") != std::string::npos);
+
+  // A FIFO is written in place: its reader gets the translations (a rename would leave it waiting forever).
+  const std::string fifo = f.dir.file("out.fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  const std::string reader_out = f.dir.file("from-fifo.txt");
+  auto via_fifo = run("/bin/bash", {"-c", "timeout 120 cat " + parla::testing::shell_quote(fifo) + " > " +
+                                              parla::testing::shell_quote(reader_out) + " & " +
+                                              parla::testing::shell_quote(std::string(PARLA_BIN_DIR) +
+                                                                          "/parla-translate") +
+                                              " -m " + parla::testing::shell_quote(f.checkpoint) + " -i " +
+                                              parla::testing::shell_quote(f.input) + " -o " +
+                                              parla::testing::shell_quote(fifo) +
+                                              " -b 1 --max-input-length 40 --threads 1; rc=$?; wait; exit $rc"});
+  INFO(via_fifo.err);
+  REQUIRE(via_fifo.exit_code == 0);
+  CHECK(slurp(reader_out) == slurp(out));
+  CHECK(fs::status(fifo).type() == fs::file_type::fifo);
 
   std::string bogus = f.dir.write("bogus.pt", "this is not a checkpoint");
   auto bad = run("parla-translate", {"-m", bogus, "-i", f.input});

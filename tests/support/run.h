@@ -16,6 +16,26 @@ struct RunResult {
   std::string out, err;
 };
 
+// The PID of a process that has exited and been reaped: no process has it (until the system reuses it).
+inline pid_t dead_pid() {
+  const pid_t child = ::fork();
+  if (child == 0) ::_exit(0);
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  return child;
+}
+
+// Reads a run's captured stdout and stderr into `r` and removes the files.
+inline void take_output(const std::string& out, const std::string& err, RunResult& r) {
+  for (auto [path, text] : {std::pair{&out, &r.out}, std::pair{&err, &r.err}}) {
+    std::ifstream in(*path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    *text = ss.str();
+    std::remove(path->c_str());
+  }
+}
+
 inline std::string shell_quote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
@@ -36,16 +56,7 @@ inline RunResult run(const std::string& program, const std::vector<std::string>&
   int status = std::system(cmd.c_str());
   RunResult r;
   r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  auto slurp = [](const std::string& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  };
-  r.out = slurp(base + ".out");
-  r.err = slurp(base + ".err");
-  std::remove((base + ".out").c_str());
-  std::remove((base + ".err").c_str());
+  take_output(base + ".out", base + ".err", r);
   return r;
 }
 

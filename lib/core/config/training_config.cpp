@@ -100,8 +100,8 @@ const config::SectionSchema<TrainingConfig>& TrainingConfig::schema() {
     s.add("dump_batches", &TrainingConfig::dump_batches,
           "File that receives every batch rank 0 trains on, as token ids (\"\" = off), for the PyTorch reference "
           "peer: little-endian, 8 bytes \"PRLBAT01\", then per batch int64 B, S, T and int64 src[B*S], "
-          "tgt_in[B*T], tgt_out[B*T] (T = 0 without target). Written as FILE.tmp, renamed when the run ends or "
-          "stops on a signal; a resumed run dumps its own batches only.");
+          "tgt_in[B*T], tgt_out[B*T] (T = 0 without target). Written as FILE.tmp.<pid>, renamed when the run "
+          "ends or stops on a signal; a resumed run dumps its own batches only.");
     s.add("init_encoder_from", &TrainingConfig::init_encoder_from,
           "BERT checkpoint whose encoder weights initialise the translation model's encoder.")
         .flag("--init-encoder-from");
