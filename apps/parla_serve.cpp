@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
                "{\"translations\": [...]}; optional \"beam_size\" (<= serve.max_beam_size) and \"n_best\" "
                "(then each translation is a list of {\"text\", \"score\"}). Lines of a text are translated one "
                "by one and rejoined; each is cut at 256 SentencePiece pieces (with a warning) unless "
-               "--max-input-length is given.\n"
+               "--max-input-length is given, and before that at 32 characters per piece (--max-input-chars).\n"
                "  GET /health: 503 while the model loads, 200 when ready.  GET /metrics: Prometheus text.\n"
                "Errors: 400 (bad JSON, types, fields, UTF-8, beam or n-best out of range), 404, 405, 413 (body "
                "or sentences over the limits), 503 + Retry-After (queue full, loading, stopping). SIGTERM or "
@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   parla::app::SchemaFlags schema_flags(
       cli, {"serve", "runtime", "decoding.beam_size", "decoding.n_best", "decoding.length_penalty",
             "decoding.max_length_factor", "decoding.max_length_offset", "decoding.min_length",
-            "decoding.max_input_length", "decoding.precision"});
+            "decoding.max_input_length", "decoding.max_input_chars", "decoding.precision"});
   std::vector<std::string> models;
   cli.add_option("-m,--models,--model", models, "Checkpoint(s) to translate with; several form an ensemble")
       ->expected(1, -1);

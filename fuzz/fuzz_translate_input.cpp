@@ -1,8 +1,9 @@
 // libFuzzer target over parla-translate's input path (everything between the raw bytes and the model):
-// line splitting, sanitising (UTF-8 repair, control characters), SentencePiece encoding, truncation at the
-// length limit and maxi-batch planning. It checks the invariants the translator relies on, and aborts (a
-// finding) when one breaks:
+// line splitting and cutting to the character budget, sanitising (UTF-8 repair, control characters),
+// SentencePiece encoding, truncation at the length limit and maxi-batch planning. It checks the invariants the
+// translator relies on, and aborts (a finding) when one breaks:
 //   - one line per '\n', plus an unterminated last line: lines are never dropped, merged or split;
+//   - a line cut to its character budget is the prefix kept_bytes() names, and the reader says it cut it;
 //   - a sanitised line is valid UTF-8 without newlines or control characters, and sanitising is idempotent;
 //   - SentencePiece ids are inside the vocabulary and never special (pad/bos/eos);
 //   - batch planning puts every line in exactly one batch and respects the token budget.
@@ -68,17 +69,29 @@ extern "C" int LLVMFuzzerInitialize(int*, char***) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace parla::decode;
   std::string bytes(reinterpret_cast<const char*>(data), size);
-  size_t expected_lines = 0;
-  for (char c : bytes) expected_lines += c == '\n';
-  if (!bytes.empty() && bytes.back() != '\n') ++expected_lines;
+  std::vector<std::string> expected;  // the lines as '\n' splits them, uncut
+  for (size_t start = 0; start < bytes.size();) {
+    size_t end = bytes.find('\n', start);
+    if (end == std::string::npos) end = bytes.size();
+    expected.push_back(bytes.substr(start, end - start));
+    start = end + 1;
+  }
 
   std::istringstream in(bytes);
-  LineReader reader(in);
+  // Budgets from a few characters (most lines cut) to unlimited (none cut).
+  const size_t max_chars = size > 4 && data[4] % 4 != 0 ? data[4] % 97 : CharBudget::kUnlimited;
+  LineReader reader(in, max_chars);
   std::string raw;
   std::vector<size_t> lengths;
   const size_t max_input = 1 + (size > 0 ? data[0] % 64 : 0);
   while (reader.next(raw)) {
     check(raw.find('\n') == std::string::npos, "a line holds a newline");
+    check(reader.line_number() <= expected.size(), "more lines than newlines");
+    const std::string& whole = expected[reader.line_number() - 1];
+    check(reader.line_bytes() == whole.size(), "the reader miscounts a line's bytes");
+    check(raw.size() == kept_bytes(whole, max_chars) && whole.compare(0, raw.size(), raw) == 0,
+          "a cut line is not the prefix its budget keeps");
+    check(reader.cut() == (raw.size() < whole.size()), "a cut goes unreported, or a whole line is reported cut");
     auto clean = sanitize_line(raw);
     check(is_valid_utf8(clean.text), "sanitised line is not valid UTF-8");
     for (unsigned char c : clean.text) check(c >= 0x20 || c == '\t', "control character survived");
@@ -91,7 +104,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     check(g_sp->Decode(ids, &text).ok(), "SentencePiece cannot decode its own ids");
     lengths.push_back(ids.size());
   }
-  check(reader.line_number() == expected_lines, "line count differs from the newline count");
+  check(reader.line_number() == expected.size(), "line count differs from the newline count");
 
   BatchLimits limits{1 + (size > 1 ? data[1] % 70u : 0u), size > 2 ? data[2] % 200u : 0u, 1 + (size > 3 ? data[3] % 5u : 0u)};
   auto batches = plan_batches(lengths, limits);

@@ -77,12 +77,43 @@ SanitizedLine sanitize_line(const std::string& raw) {
   return out;
 }
 
+size_t kept_bytes(const std::string& line, size_t max_chars) {
+  CharBudget budget(max_chars);
+  size_t n = 0;
+  while (n < line.size() && budget.admit(static_cast<unsigned char>(line[n]))) ++n;
+  return n;
+}
+
 bool LineReader::next(std::string& line) {
   line.clear();
-  if (!std::getline(in_, line)) {
-    // getline fails at EOF with nothing read; a last line without '\n' was returned by the previous call.
+  cut_ = false;
+  line_bytes_ = 0;
+  std::streambuf* buf = in_.rdbuf();
+  if (!buf || !in_.good()) return false;
+  // Byte by byte from the stream buffer (inline while its buffer holds data): reading a block ahead could block
+  // an interactive reader waiting for more input, and std::getline would hold the whole line.
+  CharBudget budget(max_chars_);
+  bool any = false;
+  try {
+    for (int c = buf->sbumpc();; c = buf->sbumpc()) {
+      if (c == std::char_traits<char>::eof()) {
+        in_.setstate(any ? std::ios::eofbit : std::ios::eofbit | std::ios::failbit);
+        break;
+      }
+      any = true;
+      if (c == '\n') break;
+      ++line_bytes_;
+      if (!cut_ && budget.admit(static_cast<unsigned char>(c)))
+        line.push_back(static_cast<char>(c));
+      else
+        cut_ = true;
+    }
+  } catch (...) {
+    // A failing read (std::filebuf throws on EIO or EISDIR) ends the input, as it would inside std::getline.
+    in_.setstate(std::ios::badbit);
     return false;
   }
+  if (!any) return false;
   ++line_number_;
   return true;
 }

@@ -28,6 +28,20 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// decoding.max_input_length = 0 on a model without a position limit (sinusoidal positions, an RNN): the limit of a
+// model with model.max_positions' default 1024 positions (one is EOS's), so that no model decodes sources of
+// unbounded length by default (a 50 MB line of words made 300,000 pieces and 23 GB, issue 35).
+constexpr int64_t kDefaultMaxInputLength = 1023;
+// decoding.max_input_chars = 0 derives the character budget from the piece limit: SentencePiece's pieces are at
+// most 16 characters long (max_sentencepiece_length, which parla's vocabularies keep at its default), doubled for
+// the blanks that collapse into one piece boundary and for normalisation that contracts (NFKC composing marks).
+constexpr int64_t kCharsPerPiece = 32;
+
+std::string warn_cut_chars(const std::string& where, uint64_t bytes, size_t max_chars) {
+  return where + ": " + std::to_string(bytes) + " bytes, longer than the limit of " + std::to_string(max_chars) +
+         " characters (decoding.max_input_chars); cut before tokenizing";
+}
+
 }  // namespace
 
 Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, text::SentencePieceVocab source_vocab,
@@ -50,8 +64,11 @@ Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, text::Senten
   printer_.alignment = parse_alignment_format(cfg.alignment);
   // The source needs one position for EOS.
   int64_t limit = model_->max_positions();
-  max_input_ = limit == std::numeric_limits<int64_t>::max() ? limit : std::max<int64_t>(1, limit - 1);
-  if (cfg.max_input_length > 0) max_input_ = std::min<int64_t>(max_input_, cfg.max_input_length);
+  const bool unlimited = limit == std::numeric_limits<int64_t>::max();
+  max_input_ = unlimited ? kDefaultMaxInputLength : std::max<int64_t>(1, limit - 1);
+  if (cfg.max_input_length > 0)
+    max_input_ = unlimited ? cfg.max_input_length : std::min<int64_t>(max_input_, cfg.max_input_length);
+  max_chars_ = static_cast<size_t>(cfg.max_input_chars > 0 ? cfg.max_input_chars : max_input_ * kCharsPerPiece);
 }
 
 Translator Translator::load(const std::vector<std::string>& checkpoints, const DecodingConfig& cfg, uint64_t seed,
@@ -98,7 +115,10 @@ Translator Translator::load(const std::vector<std::string>& checkpoints, const D
 }
 
 std::vector<int> Translator::encode_line(const std::string& line, const std::string& where) const {
-  auto clean = sanitize_line(line);
+  // Lines read by translate_stream are within the budget already; serve's and translate_lines' are cut here.
+  const size_t keep = kept_bytes(line, max_chars_);
+  if (keep < line.size()) spdlog::warn("{}", warn_cut_chars(where, line.size(), max_chars_));
+  auto clean = sanitize_line(keep < line.size() ? line.substr(0, keep) : line);
   if (clean.invalid_utf8 > 0)
     spdlog::warn("{}: {} invalid UTF-8 sequence(s) replaced with U+FFFD", where, clean.invalid_utf8);
   if (clean.control_chars > 0)
@@ -175,7 +195,7 @@ std::vector<std::string> Translator::translate_lines(const std::vector<std::stri
 
 TranslationStats Translator::translate_stream(std::istream& in, data::OutputFile& out) {
   const auto start = Clock::now();
-  LineReader reader(in);
+  LineReader reader(in, max_chars_);
   BatchLimits limits{static_cast<size_t>(cfg_.batch_size), static_cast<size_t>(cfg_.batch_tokens),
                      static_cast<size_t>(cfg_.maxi_batch)};
   const size_t window = cfg_.line_buffered ? 1 : window_sentences(limits);
@@ -204,6 +224,9 @@ TranslationStats Translator::translate_stream(std::istream& in, data::OutputFile
     lines.clear();
   };
   while (reader.next(line)) {
+    if (reader.cut())
+      spdlog::warn("{}", warn_cut_chars("input line " + std::to_string(reader.line_number()), reader.line_bytes(),
+                                  max_chars_));
     lines.push_back(std::move(line));
     if (lines.size() >= window) flush_window();
   }

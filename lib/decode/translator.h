@@ -1,8 +1,9 @@
 #pragma once
 // The translator behind parla-translate (CTranslate2's translator.h, Marian's translator/): raw text lines in,
 // detokenised translations out, in input order, exactly one result per input line whatever the bytes.
-// Lines are sanitised (decode/input_sanitizer.h), encoded with the checkpoint's SentencePiece model, cut at the
-// model's length limit with a warning naming the line, batched in length-sorted maxi-batches
+// Lines are cut to a character budget as they are read (decoding.max_input_chars, so memory does not grow with a
+// line's length), sanitised (decode/input_sanitizer.h), encoded with the checkpoint's SentencePiece model, cut at
+// the model's length limit with a warning naming the line, batched in length-sorted maxi-batches
 // (decode/maxi_batch.h), searched (decode/search.h) and printed (decode/output_printer.h).
 #include <cstdint>
 #include <istream>
@@ -53,10 +54,10 @@ class Translator {
   std::vector<std::string> translate_lines(const std::vector<std::string>& lines, uint64_t first_line = 1);
 
   // The two halves of translate_lines, for parla-serve, which batches sentences from many requests itself.
-  // encode_line: one raw line -> source piece ids, sanitised and cut at max_input_length() with a warning naming
-  // `where` (e.g. "input line 7"); thread-safe. translate_encoded: one batch of non-empty sources searched
-  // together with the given beam size and n-best (decoding's other keys apply), each sentence's hypotheses
-  // detokenised, best first. The result of a sentence does not depend on the rest of its batch.
+  // encode_line: one raw line -> source piece ids: cut to max_input_chars() characters, sanitised and cut at
+  // max_input_length() pieces, each cut with a warning naming `where` (e.g. "input line 7"); thread-safe.
+  // translate_encoded: one batch of non-empty sources searched together with the given beam size and n-best
+  // (decoding's other keys apply), each sentence's hypotheses detokenised, best first. The result of a sentence does not depend on the rest of its batch.
   std::vector<int> encode_line(const std::string& line, const std::string& where) const;
   std::vector<std::vector<Translation>> translate_encoded(const std::vector<std::vector<int>>& sources, int beam_size,
                                                         int n_best);
@@ -71,8 +72,12 @@ class Translator {
   // out of memory.
   TranslationStats translate_stream(std::istream& in, data::OutputFile& out);
 
-  // The longest source (pieces, without EOS) kept: decoding.max_input_length and the model's positions.
+  // The longest source (pieces, without EOS) kept: decoding.max_input_length and the model's positions (1023 for a
+  // model without a limit, unless max_input_length says otherwise).
   int64_t max_input_length() const { return max_input_; }
+  // The characters of a raw line kept before it is sanitised and tokenized (decoding.max_input_chars, or derived
+  // from max_input_length()); parla-translate reads no more of a line than this.
+  size_t max_input_chars() const { return max_chars_; }
   const TranslationStats& stats() const { return stats_; }
   const c10::Device& device() const { return device_; }
   // Float (fp32), BFloat16 or Half: the autocast dtype decoding.precision resolved to.
@@ -92,6 +97,7 @@ class Translator {
   c10::ScalarType precision_;
   at::Generator generator_;
   int64_t max_input_;
+  size_t max_chars_;
   TranslationStats stats_;
 };
 

@@ -1,3 +1,4 @@
+#include <fstream>
 #include <sstream>
 
 #include <catch2/catch.hpp>
@@ -61,4 +62,62 @@ TEST_CASE("the line reader returns exactly one line per newline plus an untermin
   CHECK(count("a\n\nb") == std::vector<std::string>{"a", "", "b"});
   CHECK(count("a\n\nb\n") == std::vector<std::string>{"a", "", "b"});
   CHECK(count(std::string("x\0y\n", 4)) == std::vector<std::string>{std::string("x\0y", 3)});
+}
+
+TEST_CASE("the line reader cuts a long line to its character budget and reports the cut", "[input_sanitizer]") {
+  // A 1 MB line between two short ones: the reader keeps 10 characters of it and reads on to the next line.
+  const std::string long_line(1 << 20, 'x');
+  std::istringstream in("first\n" + long_line + "\nlast");
+  LineReader r(in, 10);
+  std::string line;
+  REQUIRE(r.next(line));
+  CHECK(line == "first");
+  CHECK_FALSE(r.cut());
+  CHECK(r.line_bytes() == 5);
+  REQUIRE(r.next(line));
+  CHECK(line == std::string(10, 'x'));
+  CHECK(r.cut());
+  CHECK(r.line_bytes() == long_line.size());
+  CHECK(r.line_number() == 2);
+  // The cut line's buffer grew no further than the budget: nothing beyond it was held.
+  CHECK(line.capacity() < 1024);
+  REQUIRE(r.next(line));
+  CHECK(line == "last");
+  CHECK_FALSE(r.cut());
+  CHECK_FALSE(r.next(line));
+  CHECK(r.line_number() == 3);
+}
+
+TEST_CASE("the character budget counts code points and never splits a UTF-8 sequence", "[input_sanitizer]") {
+  const std::string euro = "\xE2\x82\xAC";  // 3 bytes, 1 character
+  const std::string line = "a" + euro + euro + "b";
+  CHECK(kept_bytes(line, 4) == line.size());  // exactly 4 characters fit
+  CHECK(kept_bytes(line, 3) == 7);            // a, two euro signs: whole sequences only
+  CHECK(kept_bytes(line, 2) == 4);
+  CHECK(kept_bytes(line, 0) == 0);
+  CHECK(kept_bytes(line, CharBudget::kUnlimited) == line.size());
+  // Stray continuation bytes count no character but at most 4 bytes per character of the budget.
+  CHECK(kept_bytes(std::string(100, '\x80'), 5) == 20);
+  // The reader applies the same rule as kept_bytes.
+  std::istringstream in(line + "\n");
+  LineReader r(in, 3);
+  std::string got;
+  REQUIRE(r.next(got));
+  CHECK(got == line.substr(0, 7));
+  CHECK(r.cut());
+  CHECK(is_valid_utf8(got));
+}
+
+TEST_CASE("a budget that a line fits leaves it unchanged, and a read error ends the input", "[input_sanitizer]") {
+  std::istringstream in("exactly ten\n");
+  LineReader r(in, 11);
+  std::string line;
+  REQUIRE(r.next(line));
+  CHECK(line == "exactly ten");
+  CHECK_FALSE(r.cut());
+
+  std::ifstream dir("/", std::ios::binary);  // opens; reading fails with EISDIR
+  LineReader d(dir);
+  CHECK_FALSE(d.next(line));
+  CHECK(dir.bad());
 }

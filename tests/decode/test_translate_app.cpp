@@ -16,6 +16,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "data/output_file.h"
+#include "decode/input_sanitizer.h"
 #include "decode/translator.h"
 #include "models/checkpoint.h"
 #include "models/factory.h"
@@ -73,6 +74,14 @@ struct Fixture {
 Fixture& fixture() {
   static Fixture f;
   return f;
+}
+
+// The in-process translators' settings: beam 2, sources cut at 40 pieces.
+parla::DecodingConfig beam2_cut40() {
+  parla::DecodingConfig cfg;
+  cfg.beam_size = 2;
+  cfg.max_input_length = 40;
+  return cfg;
 }
 
 }  // namespace
@@ -306,9 +315,7 @@ TEST_CASE("parla-translate in bf16 on the CPU translates every line", "[translat
 TEST_CASE("a translator resolves decoding.precision for its device and names the output it cannot write",
           "[translate_app]") {
   auto& f = fixture();
-  parla::DecodingConfig cfg;
-  cfg.beam_size = 2;
-  cfg.max_input_length = 40;
+  parla::DecodingConfig cfg = beam2_cut40();
   auto t = parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU);
   CHECK(t.device().is_cpu());
   CHECK(t.precision() == torch::kFloat);
@@ -378,6 +385,69 @@ TEST_CASE("parla-translate -o FILE past a file size limit exits 1 naming FILE an
   CHECK(r.err.find(out) != std::string::npos);
   CHECK(r.err.find("File too large") != std::string::npos);
   CHECK(fs::is_empty(dir.file("out")));  // neither FILE nor its temporary
+}
+
+TEST_CASE("parla-translate cuts a 20 MB line to its character budget as it reads it: one warning naming the line, "
+          "bounded memory, the same output as for the cut line", "[translate_app]") {
+  auto& f = fixture();
+  TempDir dir("translate-long-line");
+  std::string huge;
+  while (huge.size() < (size_t{20} << 20)) huge += "green tree ";
+  const size_t budget = 32 * 40;  // the derived budget: 32 characters per piece of --max-input-length 40
+  const std::string input = dir.write("huge.txt", "the house is small\n" + huge + "\na dog runs\n");
+  const std::string cut = dir.write("cut.txt", "the house is small\n" + huge.substr(0, budget) + "\na dog runs\n");
+  auto args = [&](const std::string& in) {
+    return std::vector<std::string>{"-m", f.checkpoint, "-i", in, "-b", "2", "--max-input-length", "40", "--threads",
+                                    "1"};
+  };
+  auto small = parla::testing::run_measured("parla-translate", args(cut));
+  auto big = parla::testing::run_measured("parla-translate", args(input));
+  INFO(big.err);
+  REQUIRE(small.exit_code == 0);
+  REQUIRE(big.exit_code == 0);
+  CHECK(parla::testing::split_lines(big.out).size() == 3);
+  CHECK(big.out == small.out);  // the cut is the only change
+  CHECK(big.err.find("input line 2: " + std::to_string(huge.size()) + " bytes, longer than the limit of 1280 "
+                     "characters (decoding.max_input_chars); cut before tokenizing") != std::string::npos);
+  CHECK(small.err.find("decoding.max_input_chars") == std::string::npos);  // a line within the budget is kept
+  // Reading the whole line, sanitising and encoding it took hundreds of MB; the cut line costs nothing extra.
+  CHECK(big.peak_rss_kib < small.peak_rss_kib + 64 * 1024);
+
+  // --max-input-chars sets the budget itself.
+  auto chosen = run("parla-translate", {"-m", f.checkpoint, "-i", cut, "-b", "2", "--max-input-chars", "100",
+                                        "--threads", "1"});
+  REQUIRE(chosen.exit_code == 0);
+  CHECK(chosen.err.find("input line 2: 1280 bytes, longer than the limit of 100 characters") != std::string::npos);
+  CHECK(chosen.err.find("input line 1:") == std::string::npos);
+}
+
+TEST_CASE("a line cut for parla-serve (encode_line) gets parla-translate's cut, pieces and translation",
+          "[translate_app]") {
+  auto& f = fixture();
+  parla::DecodingConfig cfg = beam2_cut40();
+  auto t = parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU);
+  CHECK(t.max_input_chars() == 32 * 40);
+  std::string line;
+  while (line.size() < 100000) line += "the \xC3\xA9t\xC3\xA9 house is small ";
+  const auto ids = t.encode_line(line, "a request");
+  const size_t keep = parla::decode::kept_bytes(line, t.max_input_chars());
+  REQUIRE(keep < line.size());
+  CHECK(ids == t.encode_line(line.substr(0, keep), "a request"));
+  CHECK(static_cast<int64_t>(ids.size()) == t.max_input_length());
+
+  TempDir dir("translate-serve-cut");
+  std::istringstream in(line + "\n");
+  {
+    parla::data::OutputFile out(dir.file("out.txt"));
+    t.translate_stream(in, out);
+    out.close();
+  }
+  const auto served = t.translate_encoded({ids}, 2, 1);
+  REQUIRE(served.size() == 1);
+  CHECK(parla::testing::read_file(dir.file("out.txt")) == served[0][0].text + "\n");
+
+  cfg.max_input_chars = 7;
+  CHECK(parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU).max_input_chars() == 7);
 }
 
 TEST_CASE("parla-translate on a GPU gives the CPU's translations", "[translate_app][cuda]") {

@@ -423,6 +423,19 @@ TEST_CASE("parla-serve cuts lines at 256 pieces unless the user sets decoding.ma
   REQUIRE(offline.exit_code == 0);
   Server s({"-m", f.checkpoint, "--max-input-length", "30"});
   CHECK(post(s, {{"text", line}})["translation"].get<std::string>() + "\n" == offline.out);
+  // A line of 500 KB is cut to 32 characters per piece before it is tokenized, as parla-translate cuts it.
+  std::string huge;
+  while (huge.size() < 500000) huge += line;
+  const std::string huge_input = f.dir.write("huge.txt", huge + "\n");
+  auto huge_offline =
+      run("parla-translate", {"-m", f.checkpoint, "-i", huge_input, "--max-input-length", "30", "--threads", "1"});
+  REQUIRE(huge_offline.exit_code == 0);
+  CHECK_THAT(huge_offline.err, Catch::Contains("input line 1: " + std::to_string(huge.size()) +
+                                               " bytes, longer than the limit of 960 characters"));
+  CHECK(post(s, {{"text", huge}})["translation"].get<std::string>() + "\n" == huge_offline.out);
   CHECK(s.stop() == 0);
   CHECK_THAT(parla::testing::read_file(s.log), Catch::Contains("truncated"));
+  CHECK_THAT(parla::testing::read_file(s.log),
+             Catch::Contains("a request: " + std::to_string(huge.size()) +
+                             " bytes, longer than the limit of 960 characters (decoding.max_input_chars)"));
 }

@@ -25,8 +25,17 @@ const config::SectionSchema<DecodingConfig>& DecodingConfig::schema() {
         .flag("--min-length");
     s.add("max_input_length", &DecodingConfig::max_input_length,
           "Source tokens kept per line; longer lines are truncated with a warning naming the line. 0 = the "
-          "model's limit.",
+          "model's limit (its positions minus one for EOS; 1023 for a model without one: sinusoidal positions, "
+          "RNNs).",
           at_least(0)).flag("--max-input-length");
+    s.add("max_input_chars", &DecodingConfig::max_input_chars,
+          "Characters kept per line before it is sanitised and tokenized; the rest of a longer line is read "
+          "and dropped with a warning naming the line, so a huge line costs no more memory than this budget. "
+          "Characters are code points (bytes that do not continue a UTF-8 sequence), with at most 4 bytes each. "
+          "0 = 32 per piece of the source limit (max_input_length or the model's): twice SentencePiece's longest "
+          "piece (16 characters), so a line that fits the piece limit is never cut by it unless it fits only "
+          "because long runs of spaces or unknown characters collapse.",
+          at_least(0)).flag("--max-input-chars");
     s.add("batch_size", &DecodingConfig::batch_size, "Sentences per batch (when batch_tokens is 0).", at_least(1))
         .flag("--batch-size,--mini-batch");
     s.add("batch_tokens", &DecodingConfig::batch_tokens,

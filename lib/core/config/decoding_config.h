@@ -17,6 +17,7 @@ struct DecodingConfig {
   int max_length_offset = 10;    // b in max output length = a * source length + b
   int min_length = 0;            // EOS is forbidden before this many target tokens
   int max_input_length = 0;      // source tokens kept per line (longer lines are cut with a warning); 0 = model limit
+  int max_input_chars = 0;       // characters kept per line before tokenizing; 0 = 32 per piece of the source limit
   int batch_size = 32;           // sentences per batch (used when batch_tokens is 0)
   int batch_tokens = 0;          // padded source tokens per batch; 0 = batch by sentences
   int maxi_batch = 20;           // batches read ahead and sorted by length together (Marian's maxi-batch)
