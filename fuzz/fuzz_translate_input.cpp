@@ -6,7 +6,7 @@
 //   - a line cut to its character budget is the prefix kept_bytes() names, and the reader says it cut it;
 //   - a sanitised line is valid UTF-8 without newlines or control characters, and sanitising is idempotent;
 //   - SentencePiece ids are inside the vocabulary and never special (pad/bos/eos);
-//   - batch planning puts every line in exactly one batch and respects the token budget.
+//   - batch planning puts every line in exactly one batch and respects the sentence and token budgets.
 // The model part is left out on purpose: it is torch code, and the search is tested exhaustively elsewhere.
 // Built with clang++ -fsanitize=fuzzer,address,undefined by fuzz/CMakeLists.txt; see fuzz/README.md.
 #include <cstdint>
@@ -117,7 +117,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       ++seen[i];
       width = std::max(width, lengths[i] + 1);
     }
-    if (limits.batch_tokens > 0 && b.size() > 1) check(width * b.size() <= limits.batch_tokens, "token budget");
+    if (b.size() > 1) check(width * b.size() <= batch_token_budget(limits), "token budget");
     if (limits.batch_tokens == 0) check(b.size() <= limits.batch_size, "sentence budget");
   }
   for (int s : seen) check(s == 1, "a line is in no batch or in two");

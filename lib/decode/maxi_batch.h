@@ -14,14 +14,25 @@ struct BatchLimits {
   size_t maxi_batch = 20;  // batches per sorted window
 };
 
+// Batching by sentences also caps a batch at batch_size x this many padded source tokens. Decoding memory grows
+// with rows x source length x output length (attention caches of every beam), so a window of long lines (random
+// bytes, a file without line breaks: each cut to the source limit) would otherwise put batch_size of the longest
+// possible sources into one batch (6.7 GB for the Multi30k model, issue 35). Batches of sentences up to 127
+// pieces, i.e. of real text, are exactly what batch_size asks for.
+constexpr size_t kSentenceBatchTokensPerSentence = 128;
+
+// The padded source tokens a batch may hold: batch_tokens, or batch_size x kSentenceBatchTokensPerSentence.
+size_t batch_token_budget(const BatchLimits& limits);
+
 // How many sentences to read ahead into one window. With a token budget the window is sized in sentences
 // assuming short lines; plan_batches cuts it by tokens anyway.
 size_t window_sentences(const BatchLimits& limits);
 
 // Splits the sentences of one window (given their source lengths) into batches of indices into `lengths`.
 // Sentences are sorted by length, longest first, ties broken by position, so the plan is a deterministic
-// function of the lengths. A batch never exceeds batch_tokens of padded source unless one sentence alone does
-// (it then forms its own batch); every index appears in exactly one batch.
+// function of the lengths. A batch never exceeds batch_token_budget() of padded source unless one sentence alone
+// does (it then forms its own batch), nor batch_size sentences when batching by sentences; every index appears in
+// exactly one batch.
 std::vector<std::vector<size_t>> plan_batches(const std::vector<size_t>& lengths, const BatchLimits& limits);
 
 }  // namespace parla::decode

@@ -68,3 +68,20 @@ TEST_CASE("an empty window has no batches and the window size follows the limits
   CHECK(window_sentences(BatchLimits{1, 0, 1}) == 1);
   CHECK(window_sentences(BatchLimits{16, 800, 10}) == 1000);
 }
+
+TEST_CASE("batching by sentences caps a batch of long sources at batch_size x 128 padded tokens", "[maxi_batch]") {
+  CHECK(batch_token_budget(BatchLimits{32, 0, 20}) == 32 * kSentenceBatchTokensPerSentence);
+  CHECK(batch_token_budget(BatchLimits{32, 800, 20}) == 800);
+  // A window of sources cut at 1023 pieces (random bytes): 4 of them fill 4 x 1024 = 4096 tokens, not 32.
+  const std::vector<size_t> garbage(70, 1023);
+  auto batches = plan_batches(garbage, BatchLimits{32, 0, 20});
+  REQUIRE(batches.size() == 18);
+  for (size_t b = 0; b + 1 < batches.size(); ++b) CHECK(batches[b].size() == 4);
+  // Real sentences (up to 127 pieces) still make batches of batch_size.
+  const std::vector<size_t> text(70, 127);
+  auto full = plan_batches(text, BatchLimits{32, 0, 20});
+  REQUIRE(full.size() == 3);
+  CHECK(full[0].size() == 32);
+  CHECK(full[1].size() == 32);
+  CHECK(full[2].size() == 6);
+}

@@ -36,7 +36,10 @@ const config::SectionSchema<DecodingConfig>& DecodingConfig::schema() {
           "piece (16 characters), so a line that fits the piece limit is never cut by it unless it fits only "
           "because long runs of spaces or unknown characters collapse.",
           at_least(0)).flag("--max-input-chars");
-    s.add("batch_size", &DecodingConfig::batch_size, "Sentences per batch (when batch_tokens is 0).", at_least(1))
+    s.add("batch_size", &DecodingConfig::batch_size,
+          "Sentences per batch (when batch_tokens is 0), and at most batch_size x 128 padded source tokens, so "
+          "that long lines form smaller batches (decoding memory grows with rows x source length).",
+          at_least(1))
         .flag("--batch-size,--mini-batch");
     s.add("batch_tokens", &DecodingConfig::batch_tokens,
           "Padded source tokens per batch; 0 batches by batch_size sentences.", at_least(0))

@@ -18,7 +18,7 @@ struct DecodingConfig {
   int min_length = 0;            // EOS is forbidden before this many target tokens
   int max_input_length = 0;      // source tokens kept per line (longer lines are cut with a warning); 0 = model limit
   int max_input_chars = 0;       // characters kept per line before tokenizing; 0 = 32 per piece of the source limit
-  int batch_size = 32;           // sentences per batch (used when batch_tokens is 0)
+  int batch_size = 32;           // sentences per batch (used when batch_tokens is 0; at most 128 tokens each)
   int batch_tokens = 0;          // padded source tokens per batch; 0 = batch by sentences
   int maxi_batch = 20;           // batches read ahead and sorted by length together (Marian's maxi-batch)
   bool line_buffered = false;    // interactive: translate and flush each line as soon as it is read
