@@ -87,18 +87,21 @@ TransformerModel::TransformerModel(const ModelConfig& cfg, int64_t src_vocab, in
   if (cfg.share_embeddings && src_vocab != tgt_vocab)
     throw ConfigError("key 'model.share_embeddings': needs a joint vocabulary, but the source has " +
                       std::to_string(src_vocab) + " and the target " + std::to_string(tgt_vocab) + " entries");
-  tgt_embed = register_module("tgt_embed", nn::Embedding(tgt_vocab, cfg.d_model, true, kPadId));
+  tgt_embed = register_module("tgt_embed", nn::Embedding(tgt_vocab, cfg.d_model, cfg.scale_embeddings, kPadId));
   if (cfg.share_embeddings)
     src_embed = tgt_embed;
   else
-    src_embed = register_module("src_embed", nn::Embedding(src_vocab, cfg.d_model, true, kPadId));
-  src_positions = register_module("src_positions", nn::PositionalEncoding(cfg.positions, cfg.max_positions, cfg.d_model));
-  tgt_positions = register_module("tgt_positions", nn::PositionalEncoding(cfg.positions, cfg.max_positions, cfg.d_model));
+    src_embed = register_module("src_embed", nn::Embedding(src_vocab, cfg.d_model, cfg.scale_embeddings, kPadId));
+  src_positions = register_module(
+      "src_positions", nn::PositionalEncoding(cfg.positions, cfg.max_positions, cfg.d_model, cfg.sinusoidal_layout));
+  tgt_positions = register_module(
+      "tgt_positions", nn::PositionalEncoding(cfg.positions, cfg.max_positions, cfg.d_model, cfg.sinusoidal_layout));
   encoder = register_module("encoder", TransformerEncoder(cfg));
   decoder = register_module("decoder", TransformerDecoder(cfg));
   if (!cfg.tie_output)
     output_weight = register_parameter("output_weight",
                                        torch::randn({tgt_vocab, cfg.d_model}) * std::pow(double(cfg.d_model), -0.5));
+  if (cfg.output_bias) output_bias = register_parameter("output_bias", torch::zeros({tgt_vocab}));
 }
 
 int64_t TransformerModel::max_positions() const {
@@ -119,8 +122,10 @@ torch::Tensor TransformerModel::encode(const torch::Tensor& src) {
 }
 
 torch::Tensor TransformerModel::output_logits(const torch::Tensor& hidden) {
-  if (output_int8) return nn::int8_linear(hidden, *output_int8);
-  return output_weight.defined() ? torch::matmul(hidden, output_weight.t()) : tgt_embed->project(hidden);
+  auto logits = output_int8                ? nn::int8_linear(hidden, *output_int8)
+                : output_weight.defined() ? torch::matmul(hidden, output_weight.t())
+                                          : tgt_embed->project(hidden);
+  return output_bias.defined() ? logits + output_bias.to(logits.dtype()) : logits;
 }
 
 torch::Tensor TransformerModel::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {

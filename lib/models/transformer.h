@@ -63,6 +63,7 @@ class TransformerModel : public Seq2SeqModel {
   TransformerEncoder encoder{nullptr};
   TransformerDecoder decoder{nullptr};
   torch::Tensor output_weight;  // [V, D]; undefined when tied to tgt_embed
+  torch::Tensor output_bias;    // [V] (model.output_bias); undefined without
   // output_weight in int8 (models/int8_quantization.h); null unless quantized, and always when tied.
   std::shared_ptr<const nn::Int8Matrix> output_int8;
 

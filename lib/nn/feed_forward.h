@@ -1,6 +1,7 @@
 #pragma once
 // Position-wise feed-forward network (Vaswani et al. 2017, Eq. 2): FFN(x) = act(x W1 + b1) W2 + b2, with ReLU
-// as in the paper or GELU (Hendrycks & Gimpel 2016; BERT), and optional dropout after the activation.
+// as in the paper, GELU (Hendrycks & Gimpel 2016; BERT) or swish x sigmoid(x) (Ramachandran et al. 2017, also
+// SiLU; Marian's OPUS-MT models), and optional dropout after the activation.
 #include <string>
 
 #include <torch/nn/module.h>
@@ -12,14 +13,14 @@ namespace parla::nn {
 
 class FeedForwardImpl : public torch::nn::Module {
  public:
-  // activation: "relu" or "gelu".
+  // activation: "relu", "gelu" or "swish".
   FeedForwardImpl(int64_t d_model, int64_t ffn_dim, const std::string& activation, double activation_dropout);
   torch::Tensor forward(const torch::Tensor& x);
 
   Linear fc1{nullptr}, fc2{nullptr};
 
  private:
-  bool gelu_;
+  enum class Activation { relu, gelu, swish } activation_;
   double activation_dropout_;
 };
 TORCH_MODULE(FeedForward);

@@ -9,10 +9,12 @@
 
 namespace parla::nn {
 
-torch::Tensor sinusoidal_table(int64_t length, int64_t dim, int64_t offset) {
+torch::Tensor sinusoidal_table(int64_t length, int64_t dim, int64_t offset, bool concatenated) {
   auto pos = torch::arange(offset, offset + length, torch::kDouble).unsqueeze(1);  // [L, 1]
   auto two_i = torch::arange(0, dim, 2, torch::kDouble);                           // 2i
   auto angle = pos * torch::exp(two_i * (-std::log(10000.0) / static_cast<double>(dim)));  // [L, ceil(d/2)]
+  if (concatenated)  // ceil(d/2) sines, then floor(d/2) cosines
+    return torch::cat({torch::sin(angle), torch::cos(angle).narrow(1, 0, dim / 2)}, 1).to(torch::kFloat);
   auto pe = torch::zeros({length, dim}, torch::kDouble);
   using torch::indexing::None;
   using torch::indexing::Slice;
@@ -21,8 +23,12 @@ torch::Tensor sinusoidal_table(int64_t length, int64_t dim, int64_t offset) {
   return pe.to(torch::kFloat);
 }
 
-PositionalEncodingImpl::PositionalEncodingImpl(const std::string& kind, int64_t max_positions, int64_t dim)
-    : max_positions_(max_positions), dim_(dim) {
+PositionalEncodingImpl::PositionalEncodingImpl(const std::string& kind, int64_t max_positions, int64_t dim,
+                                               const std::string& layout)
+    : max_positions_(max_positions), dim_(dim), concatenated_(layout == "concatenated") {
+  if (layout != "interleaved" && layout != "concatenated")
+    throw ConfigError("key 'model.sinusoidal_layout': unknown layout '" + layout +
+                      "' (must be one of: interleaved, concatenated)");
   if (kind == "learned") {
     weight = register_parameter("weight", torch::randn({max_positions, dim}) * std::pow(static_cast<double>(dim), -0.5));
   } else if (kind != "sinusoidal") {
@@ -47,7 +53,7 @@ torch::Tensor PositionalEncodingImpl::forward(int64_t length, int64_t offset, co
       table_.scalar_type() != dtype) {
     int64_t n = std::max<int64_t>(offset + length, std::max<int64_t>(256, table_.defined() ? 2 * table_.size(0) : 0));
     // Computed on the CPU in double and rounded once, so every device gets the same values.
-    table_ = sinusoidal_table(n, dim_).to(device, dtype);
+    table_ = sinusoidal_table(n, dim_, 0, concatenated_).to(device, dtype);
   }
   return table_.narrow(0, offset, length);
 }

@@ -1,6 +1,8 @@
 #pragma once
 // Position information added to token embeddings (Vaswani et al. 2017, Sec. 3.5):
-//   sinusoidal  PE(pos, 2i) = sin(pos / 10000^(2i/d)),  PE(pos, 2i+1) = cos(pos / 10000^(2i/d)); unlimited length
+//   sinusoidal  PE(pos, 2i) = sin(pos / 10000^(2i/d)),  PE(pos, 2i+1) = cos(pos / 10000^(2i/d)); unlimited length.
+//               Laid out interleaved, as written, or concatenated: column i < d/2 the sine of frequency i, column
+//               d/2 + i its cosine (tensor2tensor, fairseq, Marian), the same values in another order.
 //   learned     one trained vector per position (Gehring et al. 2017; BERT), up to max_positions
 #include <string>
 
@@ -9,13 +11,15 @@
 
 namespace parla::nn {
 
-// The sinusoidal table [length, dim] for positions offset .. offset+length-1 (dim may be odd).
-torch::Tensor sinusoidal_table(int64_t length, int64_t dim, int64_t offset = 0);
+// The sinusoidal table [length, dim] for positions offset .. offset+length-1 (dim may be odd; concatenated puts
+// the extra sine of an odd dim at the end of the sines, as Hugging Face's MarianMT).
+torch::Tensor sinusoidal_table(int64_t length, int64_t dim, int64_t offset = 0, bool concatenated = false);
 
 class PositionalEncodingImpl : public torch::nn::Module {
  public:
-  // kind: "sinusoidal" or "learned".
-  PositionalEncodingImpl(const std::string& kind, int64_t max_positions, int64_t dim);
+  // kind: "sinusoidal" or "learned"; layout (sinusoidal): "interleaved" or "concatenated".
+  PositionalEncodingImpl(const std::string& kind, int64_t max_positions, int64_t dim,
+                         const std::string& layout = "interleaved");
   // Encodings [length, dim] of positions offset .. offset+length-1. Sinusoidal: on `like`'s device and dtype
   // (pass the embedding weight's options), so a model moved with ->to(cuda) gets its table there although the
   // table is no buffer (checkpoints written before devices existed have no entry for it). Learned: the weight's
@@ -32,6 +36,7 @@ class PositionalEncodingImpl : public torch::nn::Module {
 
  private:
   int64_t max_positions_, dim_;
+  bool concatenated_ = false;
   torch::Tensor table_;  // sinusoidal cache on the last device/dtype asked for, grown on demand (not saved)
 };
 TORCH_MODULE(PositionalEncoding);

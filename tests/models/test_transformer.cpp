@@ -246,6 +246,29 @@ TEST_CASE("a transformer with learned positions reports and enforces its maximum
   CHECK(build_seq2seq(cfg, 20, 20)->max_positions() == INT64_MAX);
 }
 
+TEST_CASE("Marian's variant (swish, concatenated positions, unscaled embeddings, an output bias) decodes "
+          "incrementally as it decodes whole, and the bias shifts every logit by its own value") {
+  torch::manual_seed(5);
+  auto cfg = tiny_transformer();
+  cfg.activation = "swish";
+  cfg.sinusoidal_layout = "concatenated";
+  cfg.scale_embeddings = false;
+  cfg.output_bias = true;
+  auto model = std::dynamic_pointer_cast<TransformerModel>(build_seq2seq(cfg, 20, 24));
+  REQUIRE(model->output_bias.defined());
+  auto tgt = torch::tensor({2, 5, 6, 7, 8, 9, 2, 10, 11, 12, 13, 14}, torch::kLong).view({2, 6});
+  torch::NoGradGuard g;
+  model->eval();
+  auto before = model->forward(sample_src(), tgt);
+  auto bias = torch::randn({24});
+  model->output_bias.copy_(bias);
+  CHECK(max_abs_diff(model->forward(sample_src(), tgt), before + bias) < 1e-5);
+  CHECK(incremental_vs_full(*model, sample_src(), tgt) < 1e-5);
+  // Unscaled: an embedding is the table's row itself, not sqrt(d) times it.
+  auto ids = torch::tensor({{5, 6}}, torch::kLong);
+  CHECK(max_abs_diff(model->tgt_embed->forward(ids), model->tgt_embed->weight.index_select(0, ids.view(-1)).view({1, 2, -1})) == 0);
+}
+
 TEST_CASE("forward and backward produce logits of the target vocabulary and gradients for every parameter") {
   torch::manual_seed(7);
   auto cfg = tiny_transformer();

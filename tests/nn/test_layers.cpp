@@ -26,6 +26,24 @@ TEST_CASE("sinusoidal positions follow PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE
   CHECK(pe->forward(2, 5000, torch::kFloat).size(0) == 2);  // unlimited: grows on demand
 }
 
+TEST_CASE("concatenated sinusoidal positions put the d/2 sines first, then the cosines of the same frequencies, "
+          "for even and odd d") {
+  for (int d : {6, 7}) {
+    INFO("d = " << d);
+    PositionalEncoding pe("sinusoidal", 0, d, "concatenated");
+    auto t = pe->forward(4, 3, torch::kFloat);  // positions 3..6
+    const int sines = (d + 1) / 2, cosines = d / 2;
+    for (int p = 0; p < 4; ++p) {
+      for (int i = 0; i < sines; ++i)
+        CHECK(t[p][i].item<double>() == Approx(std::sin((p + 3) / std::pow(10000.0, 2.0 * i / d))).margin(1e-6));
+      for (int i = 0; i < cosines; ++i)
+        CHECK(t[p][sines + i].item<double>() ==
+              Approx(std::cos((p + 3) / std::pow(10000.0, 2.0 * i / d))).margin(1e-6));
+    }
+  }
+  CHECK_THROWS_WITH(PositionalEncoding("sinusoidal", 0, 6, "zigzag"), Catch::Contains("model.sinusoidal_layout"));
+}
+
 TEST_CASE("sinusoidal positions come in the dtype asked for, with the float table's values, and are never saved") {
   PositionalEncoding pe("sinusoidal", 0, 6);
   auto f = pe->forward(5, 2, torch::kFloat);
@@ -56,9 +74,10 @@ TEST_CASE("learned positions reject sequences longer than max_positions with a D
   CHECK_THROWS_AS(pe->forward(3, 6, torch::kFloat), parla::DataError);
 }
 
-TEST_CASE("feed-forward computes act(x W1 + b1) W2 + b2 for relu and gelu") {
+TEST_CASE("feed-forward computes act(x W1 + b1) W2 + b2 for relu, gelu and swish") {
   torch::manual_seed(1);
-  for (std::string act : {"relu", "gelu"}) {
+  for (std::string act : {"relu", "gelu", "swish"}) {
+    INFO(act);
     FeedForward ffn(4, 6, act, 0.0);
     ffn->to(torch::kDouble);
     auto x = torch::randn({2, 4}, torch::kDouble);
@@ -70,7 +89,9 @@ TEST_CASE("feed-forward computes act(x W1 + b1) W2 + b2 for relu and gelu") {
         for (int h = 0; h < 6; ++h) {
           double a = b1[h].item<double>();
           for (int c = 0; c < 4; ++c) a += w1[h][c].item<double>() * x[r][c].item<double>();
-          a = act == "relu" ? std::max(a, 0.0) : 0.5 * a * (1 + std::erf(a / std::sqrt(2.0)));
+          a = act == "relu"   ? std::max(a, 0.0)
+              : act == "gelu" ? 0.5 * a * (1 + std::erf(a / std::sqrt(2.0)))
+                              : a / (1 + std::exp(-a));  // swish: x sigmoid(x)
           s += w2[o][h].item<double>() * a;
         }
         CHECK(out[r][o].item<double>() == Approx(s).margin(1e-10));

@@ -102,13 +102,27 @@ const config::SectionSchema<ModelConfig>& ModelConfig::schema() {
           "Word dropout on the decoder's input tokens (the shifted target), as source_word_dropout (Marian's "
           "--dropout-trg).",
           between(0, 0.99));
-    s.add("activation", &ModelConfig::activation, "Feed-forward activation.", one_of({"relu", "gelu"}));
+    s.add("activation", &ModelConfig::activation,
+          "Feed-forward activation: relu (the paper), gelu (Hendrycks & Gimpel 2016; BERT) or swish (x sigmoid(x), "
+          "Ramachandran et al. 2017; Marian's OPUS-MT models).",
+          one_of({"relu", "gelu", "swish"}));
     s.add("norm", &ModelConfig::norm,
           "Layer norm placement: post (after the residual sum, as in the paper) or pre (before each sublayer, "
           "with a final norm; Wang et al. 2019).",
           one_of({"post", "pre"}));
     s.add("positions", &ModelConfig::positions, "Position encodings: sinusoidal (fixed) or learned.",
           one_of({"sinusoidal", "learned"}));
+    s.add("sinusoidal_layout", &ModelConfig::sinusoidal_layout,
+          "Layout of sinusoidal positions: interleaved (PE(pos, 2i) = sin, PE(pos, 2i+1) = cos, as Vaswani et al. "
+          "write it) or concatenated (the d/2 sines, then the d/2 cosines of the same frequencies: tensor2tensor, "
+          "fairseq, Marian and Hugging Face's MarianMT).",
+          one_of({"interleaved", "concatenated"}));
+    s.add("scale_embeddings", &ModelConfig::scale_embeddings,
+          "Multiply token embeddings by sqrt(d_model) before adding positions (Vaswani et al. 2017, Sec. 3.4). "
+          "Transformer models.");
+    s.add("output_bias", &ModelConfig::output_bias,
+          "A learned bias on the output logits (Marian's decoder_ff_logit_out_b, Hugging Face's final_logits_bias). "
+          "Transformer models.");
     s.add("max_positions", &ModelConfig::max_positions,
           "Longest sequence (tokens) for learned positions and BERT; sinusoidal positions are unlimited.",
           at_least(1));

@@ -25,9 +25,14 @@ struct ModelConfig {
   double activation_dropout = 0.0;  // dropout after the feed-forward activation
   double source_word_dropout = 0.0;  // drop whole source tokens' embeddings in training (translation models)
   double target_word_dropout = 0.0;  // drop whole target (decoder input) tokens' embeddings in training
-  std::string activation = "relu";  // relu or gelu
+  std::string activation = "relu";  // relu, gelu or swish
   std::string norm = "post";        // post (as in the paper) or pre (layer norm before each sublayer)
   std::string positions = "sinusoidal";  // sinusoidal or learned
+  // Where the sines and cosines of each frequency go: interleaved (sin, cos, sin, ...: Vaswani et al.'s formula)
+  // or concatenated (all sines, then all cosines: tensor2tensor, fairseq, Marian).
+  std::string sinusoidal_layout = "interleaved";
+  bool scale_embeddings = true;  // token embeddings times sqrt(d_model) (Vaswani et al. 2017, Sec. 3.4)
+  bool output_bias = false;      // a bias added to the output logits (Marian's, Hugging Face's final_logits_bias)
   int max_positions = 1024;              // longest sequence for learned positions (and BERT)
   bool share_embeddings = false;  // one embedding table for source and target (needs a joint vocabulary)
   bool tie_output = true;         // decoder input embedding = output projection (Press & Wolf 2017)
