@@ -1,11 +1,12 @@
 // libFuzzer target over the readers of model files (lib/formats): the safetensors header parser, the zip reader,
-// the strict unpickler and the TorchScript-archive reader that old checkpoints go through. Every input is offered
-// to all three entry points. It aborts (a finding) on a crash, a sanitizer report, an allocation past libFuzzer's
+// the strict unpickler and the TorchScript-archive reader that old checkpoints go through, and the .npy/.npz
+// readers of Marian models. Every input is offered to all four entry points. It aborts (a finding) on a crash, a sanitizer report, an allocation past libFuzzer's
 // -malloc_limit_mb, or when a reader accepts something that breaks what its callers rely on:
 //   - safetensors: every tensor's range lies inside the data and matches its dtype and shape; the ranges tile the
 //     data in order;
 //   - archives: every tensor reaches only elements of its storage, whose bytes are as many as it claims;
-//   - pickles: every index a node holds refers to an existing node.
+//   - pickles: every index a node holds refers to an existing node;
+//   - .npz: every array's data lies inside its entry and matches its dtype and shape.
 // The first byte picks the entry point to try first (all are tried). Built with clang++ by fuzz/CMakeLists.txt;
 // seeds (tiny checkpoints of both formats and a data.pkl) in fuzz/corpus_checkpoint/.
 #include <cstdint>
@@ -13,6 +14,7 @@
 #include <cstdlib>
 
 #include "core/error.h"
+#include "formats/npz.h"
 #include "formats/pickle.h"
 #include "formats/safetensors.h"
 #include "formats/torchscript_archive.h"
@@ -81,16 +83,29 @@ void pickle(const uint8_t* data, size_t size) {
   }
 }
 
+void npz(const uint8_t* data, size_t size) {
+  try {
+    for (const auto& [name, e] : read_npz(data, size)) {
+      uint64_t bytes = dtype_size(e.array.dtype);
+      for (int64_t d : e.array.shape) bytes *= static_cast<uint64_t>(d);
+      check(bytes == e.array.data_bytes, "an array's data matches its dtype and shape");
+      check(e.array.data_offset + e.array.data_bytes == e.bytes.size(), "an array's data fills its entry");
+    }
+  } catch (const parla::DataError&) {
+  }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
-  const int first = data[0] % 3;
-  for (int k = 0; k < 3; ++k) {
-    switch ((first + k) % 3) {
+  const int first = data[0] % 4;
+  for (int k = 0; k < 4; ++k) {
+    switch ((first + k) % 4) {
       case 0: safetensors(data, size); break;
       case 1: archive(data, size); break;
       case 2: pickle(data, size); break;
+      case 3: npz(data, size); break;
     }
   }
   return 0;

@@ -2,7 +2,9 @@
 """Writes the seed inputs of fuzz_checkpoint_reader into fuzz/corpus_checkpoint/ (stdlib only, no torch):
 a tiny safetensors checkpoint laid out as parla writes them, the same weights as a TorchScript archive laid out
 as LibTorch's OutputArchive writes them (zip entries archive/data.pkl, archive/code/..., archive/data/<key>,
-archive/version), that archive's data.pkl alone, and an archive whose code defines __setstate__."""
+archive/version), that archive's data.pkl alone, and an archive whose code defines __setstate__. The two .npz
+seeds (tiny-marian.npz stored, tiny-marian-deflated.npz compressed) were written once with numpy.savez and
+numpy.savez_compressed; they are not regenerated here, to keep this script free of numpy."""
 import json
 import os
 import struct

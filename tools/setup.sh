@@ -11,6 +11,7 @@ packages=(
   libgloo-dev                                # torch.distributed's Gloo backend headers
   zlib1g-dev
   libzip-dev                                 # zip archives: reading legacy checkpoints and .npz files without running their code
+  libyaml-cpp-dev                            # Marian's YAML (decoder.yml, vocab.yml, model options) for parla-convert
   libcpp-httplib-dev                         # parla-serve's HTTP/1.1 server
   libdnnl-dev                                # oneDNN: the int8 products of decoding.precision int8
   ocl-icd-opencl-dev                         # only a Recommends of libdnnl-dev, but its CMake config requires OpenCL

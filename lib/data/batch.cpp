@@ -43,7 +43,7 @@ torch::Tensor collate_source(const TokenDataset& src, const std::vector<int64_t>
   return out;
 }
 
-Batch collate_parallel(const ParallelSplit& split, const std::vector<int64_t>& ids) {
+Batch collate_parallel(const ParallelSplit& split, const std::vector<int64_t>& ids, int64_t start_id) {
   Batch b;
   b.src = collate_source(split.src, ids);
   size_t max_t = 0;
@@ -61,7 +61,7 @@ Batch collate_parallel(const ParallelSplit& split, const std::vector<int64_t>& i
     int64_t* row_in = in + r * t;
     int64_t* row_out = out + r * t;
     split.tgt.copy_to(static_cast<size_t>(ids[r]), row_out);
-    row_in[0] = models::kBosId;
+    row_in[0] = start_id;
     std::copy(row_out, row_out + len, row_in + 1);
     row_out[len] = models::kEosId;
     b.src_tokens += static_cast<int64_t>(split.src.length(static_cast<size_t>(ids[r]))) + 1;

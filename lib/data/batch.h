@@ -25,8 +25,9 @@ struct Batch {
   Batch to(const torch::Device& device) const;
 };
 
-// Collates the pairs `ids` of a parallel split. Throws DataError naming the dataset when an id is out of range.
-Batch collate_parallel(const ParallelSplit& split, const std::vector<int64_t>& ids);
+// Collates the pairs `ids` of a parallel split; tgt_in starts with `start_id` (the model's start token,
+// Seq2SeqModel::start_id). Throws DataError naming the dataset when an id is out of range.
+Batch collate_parallel(const ParallelSplit& split, const std::vector<int64_t>& ids, int64_t start_id);
 
 // Source sentences only (for decoding): int64 [B, S] with </s> appended, kPadId-padded.
 torch::Tensor collate_source(const TokenDataset& src, const std::vector<int64_t>& ids);

@@ -43,7 +43,7 @@ void BeamSearch::add(const torch::Tensor& src, const std::vector<int64_t>& ids) 
   // K rows per sentence; only the first is live at the start, the others score -inf so that the first step
   // does not expand K copies of the same prefix.
   state->reorder_beams(torch::arange(batch, torch::dtype(torch::kLong).device(device)).repeat_interleave(K_), {}, K_);
-  auto bos = torch::full({batch * K_}, models::kBosId, torch::dtype(torch::kLong).device(device));
+  auto bos = torch::full({batch * K_}, model_.start_id(), torch::dtype(torch::kLong).device(device));
   if (active_.empty()) {  // a fresh search: the finished sentences' state goes
     state_ = std::move(state);
     prev_ = bos;
@@ -79,10 +79,10 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
     same_step = same_step && active_[r / K].joined == active_[0].joined;
   }
   if (same_step) {
-    constrain_step(logp, steps_ - active_[0].joined, row_limit, o_.min_length);
+    constrain_step(logp, steps_ - active_[0].joined, row_limit, o_.min_length, model_.start_id());
   } else {
     for (int64_t r = 0; r < A * K; ++r) row_step.push_back(steps_ - active_[r / K].joined);
-    constrain_step(logp, row_step, row_limit, o_.min_length);
+    constrain_step(logp, row_step, row_limit, o_.min_length, model_.start_id());
   }
   // Off the CPU, only the [A, 2K] result comes to the host, not the [A * K, V] log-probabilities.
   const auto top = o_.device_candidates || !logp.device().is_cpu()

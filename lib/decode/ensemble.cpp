@@ -43,6 +43,10 @@ Ensemble::Ensemble(std::vector<std::shared_ptr<models::Seq2SeqModel>> members) :
       throw DataError("ensemble member " + std::to_string(i + 1) + " has a target vocabulary of " +
                       std::to_string(members_[i]->vocab_size()) + " entries, member 1 has " +
                       std::to_string(members_[0]->vocab_size()) + ": the models are incompatible");
+    if (members_[i]->start_id() != members_[0]->start_id())
+      throw DataError("ensemble member " + std::to_string(i + 1) + " starts decoding from token " +
+                      std::to_string(members_[i]->start_id()) + ", member 1 from " +
+                      std::to_string(members_[0]->start_id()) + " (model.decoder_start): the models are incompatible");
   }
   for (size_t i = 0; i < members_.size(); ++i) register_module("member" + std::to_string(i), members_[i]);
 }

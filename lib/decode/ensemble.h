@@ -11,7 +11,7 @@ namespace parla::decode {
 
 class Ensemble : public models::Seq2SeqModel {
  public:
-  // Throws DataError when the members' vocabulary sizes differ or the list is empty.
+  // Throws DataError when the members' vocabulary sizes or start tokens differ, or the list is empty.
   explicit Ensemble(std::vector<std::shared_ptr<models::Seq2SeqModel>> members);
 
   std::unique_ptr<models::DecoderState> start(const torch::Tensor& src) override;
@@ -22,6 +22,7 @@ class Ensemble : public models::Seq2SeqModel {
   int64_t vocab_size() const override;
   // The smallest of the members' limits.
   int64_t max_positions() const override;
+  int64_t start_id() const override { return members_.front()->start_id(); }
 
   size_t size() const { return members_.size(); }
 

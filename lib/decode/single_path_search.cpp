@@ -22,14 +22,14 @@ std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const tor
   std::vector<int64_t> active(batch);  // original row of each state row
   for (int64_t b = 0; b < batch; ++b) active[b] = b;
   auto state = model.start(src);
-  torch::Tensor prev = torch::full({batch}, models::kBosId, torch::dtype(torch::kLong).device(src.device()));
+  torch::Tensor prev = torch::full({batch}, model.start_id(), torch::dtype(torch::kLong).device(src.device()));
 
   for (int64_t step = 0; !active.empty(); ++step) {
     torch::Tensor attention;
     auto logp = model.step(prev, *state, o.attention ? &attention : nullptr).to(torch::kFloat);
     std::vector<int64_t> row_limit(active.size());
     for (size_t r = 0; r < active.size(); ++r) row_limit[r] = limit[active[r]];
-    constrain_step(logp, step, row_limit, o.min_length);
+    constrain_step(logp, step, row_limit, o.min_length, model.start_id());
     auto [tokens, values] = choose(logp);
     tokens = tokens.to(torch::kLong);
     // One transfer per step: the float log-probs travel bit for bit inside int64s next to the tokens.

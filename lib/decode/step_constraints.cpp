@@ -20,7 +20,7 @@ namespace {
 // forced: rows at their maximum length (EOS forced); short_rows: rows below the minimum (EOS forbidden), or every
 // row when `all_short`.
 void apply_constraints(torch::Tensor& logp, const std::vector<int64_t>& forced, const std::vector<int64_t>& short_rows,
-                       bool all_short) {
+                       bool all_short, int64_t start_id) {
   const float ninf = -std::numeric_limits<float>::infinity();
   using torch::indexing::Slice;
   torch::Tensor rows, eos;
@@ -29,7 +29,7 @@ void apply_constraints(torch::Tensor& logp, const std::vector<int64_t>& forced, 
     eos = logp.select(1, models::kEosId).index_select(0, rows).clone();
   }
   logp.index_put_({Slice(), models::kPadId}, ninf);
-  logp.index_put_({Slice(), models::kBosId}, ninf);
+  logp.index_put_({Slice(), start_id}, ninf);
   if (all_short)
     logp.index_put_({Slice(), models::kEosId}, ninf);
   else if (!short_rows.empty())
@@ -45,21 +45,22 @@ void apply_constraints(torch::Tensor& logp, const std::vector<int64_t>& forced, 
 
 }  // namespace
 
-void constrain_step(torch::Tensor& logp, int64_t step, const std::vector<int64_t>& max_len, int64_t min_length) {
+void constrain_step(torch::Tensor& logp, int64_t step, const std::vector<int64_t>& max_len, int64_t min_length,
+                    int64_t start_id) {
   std::vector<int64_t> forced;
   for (size_t r = 0; r < max_len.size(); ++r)
     if (step >= max_len[r]) forced.push_back(static_cast<int64_t>(r));
-  apply_constraints(logp, forced, {}, step < min_length);
+  apply_constraints(logp, forced, {}, step < min_length, start_id);
 }
 
 void constrain_step(torch::Tensor& logp, const std::vector<int64_t>& steps, const std::vector<int64_t>& max_len,
-                    int64_t min_length) {
+                    int64_t min_length, int64_t start_id) {
   std::vector<int64_t> forced, short_rows;
   for (size_t r = 0; r < max_len.size(); ++r) {
     if (steps[r] >= max_len[r]) forced.push_back(static_cast<int64_t>(r));
     if (steps[r] < min_length) short_rows.push_back(static_cast<int64_t>(r));
   }
-  apply_constraints(logp, forced, short_rows, false);
+  apply_constraints(logp, forced, short_rows, false, start_id);
 }
 
 std::vector<float> attention_row(const torch::Tensor& attention, int64_t r, int64_t width) {

@@ -84,7 +84,8 @@ Translator Translator::load(const std::vector<std::string>& checkpoints, const D
       throw DataError("checkpoint " + path + " carries no SentencePiece model, so it cannot translate raw text");
     if (i == 0) {
       first = loaded.meta;
-    } else if (loaded.meta.src_spm != first.src_spm || loaded.meta.tgt_spm != first.tgt_spm) {
+    } else if (loaded.meta.src_spm != first.src_spm || loaded.meta.tgt_spm != first.tgt_spm ||
+               loaded.meta.src_pieces != first.src_pieces || loaded.meta.tgt_pieces != first.tgt_pieces) {
       throw DataError("checkpoint " + path + " uses different SentencePiece models than " + checkpoints[0] +
                       ": ensemble members must share their vocabularies");
     }
@@ -105,8 +106,8 @@ Translator Translator::load(const std::vector<std::string>& checkpoints, const D
     model = std::make_shared<Ensemble>(members);
     spdlog::info("ensemble of {} models (mean log-probabilities)", members.size());
   }
-  auto src = text::SentencePieceVocab::from_serialized(first.src_spm);
-  auto tgt = text::SentencePieceVocab::from_serialized(first.tgt_spm);
+  auto src = models::source_vocab(first, checkpoints[0]);
+  auto tgt = models::target_vocab(first, checkpoints[0]);
   try {
     return Translator(model, src, tgt, cfg, seed, device);
   } catch (const DataError& e) {

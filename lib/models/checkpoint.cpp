@@ -54,6 +54,15 @@ ModelMeta read_meta_from(const TensorArchive& archive) {
   torch::Tensor spm;
   if (archive.try_read("parla_src_spm", spm)) meta.src_spm = tensor_to_bytes(spm);
   if (archive.try_read("parla_tgt_spm", spm)) meta.tgt_spm = tensor_to_bytes(spm);
+  for (auto [entry, pieces] : {std::pair{"parla_src_pieces", &meta.src_pieces}, std::pair{"parla_tgt_pieces", &meta.tgt_pieces}}) {
+    const std::string* text = archive.read_string(entry);
+    if (!text) continue;
+    try {
+      *pieces = nlohmann::json::parse(*text).get<std::vector<std::string>>();
+    } catch (const nlohmann::json::exception& e) {
+      throw DataError(path + ": corrupt " + entry + " (" + std::string(e.what()).substr(0, 200) + ")");
+    }
+  }
   return meta;
 }
 
@@ -95,6 +104,29 @@ void load_int8(const TensorArchive& archive, Seq2SeqModel& model, const std::vec
 }
 
 }  // namespace
+
+namespace {
+
+text::SentencePieceVocab vocab_of(const std::string& spm, const std::vector<std::string>& pieces,
+                                  const std::string& path, const char* side) {
+  if (spm.empty()) throw DataError(path + ": checkpoint has no " + side + " SentencePiece model");
+  try {
+    return pieces.empty() ? text::SentencePieceVocab::from_serialized(spm)
+                          : text::SentencePieceVocab::from_serialized(spm, pieces);
+  } catch (const DataError& e) {
+    throw DataError(path + ": the " + side + " vocabulary does not load: " + e.what());
+  }
+}
+
+}  // namespace
+
+text::SentencePieceVocab source_vocab(const ModelMeta& meta, const std::string& path) {
+  return vocab_of(meta.src_spm, meta.src_pieces, path, "source");
+}
+
+text::SentencePieceVocab target_vocab(const ModelMeta& meta, const std::string& path) {
+  return vocab_of(meta.tgt_spm, meta.tgt_pieces, path, "target");
+}
 
 void require_float_checkpoint(const ModelMeta& meta, const std::string& path, const std::string& use) {
   if (!meta.int8.empty())
@@ -144,6 +176,8 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, const Mo
   archive.write("parla_meta", j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   archive.write("parla_src_spm", bytes_to_tensor(meta.src_spm));
   archive.write("parla_tgt_spm", bytes_to_tensor(meta.tgt_spm));
+  if (!meta.src_pieces.empty()) archive.write("parla_src_pieces", nlohmann::json(meta.src_pieces).dump());
+  if (!meta.tgt_pieces.empty()) archive.write("parla_tgt_pieces", nlohmann::json(meta.tgt_pieces).dump());
   for (const auto& p : model.named_parameters(true))
     if (std::find(int8_names.begin(), int8_names.end(), p.key()) == int8_names.end())
       archive.write("model." + p.key(), p.value());

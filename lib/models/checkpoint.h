@@ -8,6 +8,8 @@
 //   __metadata__   "format": "pt", "parla_format": "2", "parla_meta": JSON {"config", "info", "src_vocab_size",
 //                  "tgt_vocab_size", "int8"}, and the trainer's strings ("training_state", ...)
 //   parla_src_spm, parla_tgt_spm   U8 tensors with the serialized SentencePiece protos (may be empty)
+//   parla_src_pieces, parla_tgt_pieces   metadata, only in imported models: JSON arrays, the piece of each id when
+//                  the ids are not the SentencePiece model's own (text/sentencepiece_vocab.h)
 //   model.<name>   every parameter and buffer of the module, under its LibTorch name
 //   int8.<name>.values, int8.<name>.scales   only in an int8 checkpoint (parla-train quantize): the int8 weights
 //                  (I8 [n, k]) and their per-row scales (F32 [n]) of the weights listed in parla_meta's "int8",
@@ -27,6 +29,7 @@
 
 #include "models/seq2seq.h"
 #include "models/tensor_archive.h"
+#include "text/sentencepiece_vocab.h"
 
 namespace parla::models {
 
@@ -36,6 +39,8 @@ inline constexpr int64_t kLegacyCheckpointFormat = 1;
 struct ModelMeta {
   nlohmann::json config;         // the effective config (parla::config::to_json) the model was built from
   std::string src_spm, tgt_spm;  // serialized SentencePiece model protos (empty if not known)
+  // The piece of each id, when the ids are not the SentencePiece models' own (imported models); empty otherwise.
+  std::vector<std::string> src_pieces, tgt_pieces;
   nlohmann::json info;           // free-form: step, epoch, validation scores, ...
   // Vocabulary sizes the model was built with (needed to rebuild it). save_checkpoint fills them from the
   // model when it is a parla Seq2SeqModel or BertModel, so callers need not set them.
@@ -43,6 +48,11 @@ struct ModelMeta {
   // Parameter names stored in int8 (models/int8_quantization.h); empty for a float checkpoint.
   std::vector<std::string> int8;
 };
+
+// The vocabularies a checkpoint's model reads and writes: its SentencePiece models, numbered by its piece tables
+// when it has them. DataError naming `path` when they do not load.
+text::SentencePieceVocab source_vocab(const ModelMeta& meta, const std::string& path);
+text::SentencePieceVocab target_vocab(const ModelMeta& meta, const std::string& path);
 
 // DataError naming the file when `meta` is an int8 checkpoint: such a file decodes, but cannot be trained,
 // averaged or used to initialise a model. `use` names what was asked of it ("--resume", "average", ...).

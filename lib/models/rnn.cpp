@@ -59,6 +59,9 @@ RnnModel::RnnModel(const ModelConfig& cfg, int64_t src_vocab, int64_t tgt_vocab)
   if (cfg.share_embeddings && src_vocab != tgt_vocab)
     throw ConfigError("key 'model.share_embeddings': needs a joint vocabulary, but the source has " +
                       std::to_string(src_vocab) + " and the target " + std::to_string(tgt_vocab) + " entries");
+  if (cfg.decoder_start != "bos")
+    throw ConfigError("key 'model.decoder_start': the rnn model starts from bos; '" + cfg.decoder_start +
+                      "' is for Transformer models");
   if (cfg.tie_output && e != h)
     throw ConfigError("key 'model.tie_output': the rnn model ties the output projection to the target embedding, "
                       "which needs model.embed_dim (" + std::to_string(e) + ") == model.rnn_hidden (" +

@@ -50,12 +50,12 @@ class Seq2SeqModel : public torch::nn::Module {
   // src: int64 [B, S] padded with kPadId (source ends with kEosId). Runs the encoder once.
   virtual std::unique_ptr<DecoderState> start(const torch::Tensor& src) = 0;
 
-  // One decoder step. prev: int64 [N] (kBosId at the first step). Returns log-probabilities [N, V] of the next
+  // One decoder step. prev: int64 [N] (start_id() at the first step). Returns log-probabilities [N, V] of the next
   // token and advances the state. When `attention` is non-null it receives the cross-attention weights
   // [N, S] of this step (averaged over heads), for alignments.
   virtual torch::Tensor step(const torch::Tensor& prev, DecoderState& state, torch::Tensor* attention = nullptr) = 0;
 
-  // Teacher-forced training pass. src [B, S], tgt_in [B, T] (starts with kBosId) -> logits [B, T, V].
+  // Teacher-forced training pass. src [B, S], tgt_in [B, T] (starts with start_id()) -> logits [B, T, V].
   virtual torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in) = 0;
 
   virtual int64_t vocab_size() const = 0;
@@ -63,6 +63,9 @@ class Seq2SeqModel : public torch::nn::Module {
   virtual int64_t source_vocab_size() const { return 0; }
   // Longest sequence the model can take (learned positions); INT64_MAX when unlimited.
   virtual int64_t max_positions() const = 0;
+  // The token the decoder starts from (model.decoder_start): kBosId, or kPadId for models imported from
+  // Marian. Searches start from it and never output it.
+  virtual int64_t start_id() const { return kBosId; }
 };
 
 }  // namespace parla::models

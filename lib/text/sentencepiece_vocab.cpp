@@ -1,6 +1,8 @@
 #include "text/sentencepiece_vocab.h"
 
+#include <algorithm>
 #include <filesystem>
+#include <unordered_map>
 
 #include "core/error.h"
 #include "text/sentencepiece_library.h"
@@ -21,12 +23,15 @@ std::string take_error(char* p) {
   return s;
 }
 
-std::shared_ptr<const void> load_model(const std::string& data, bool from_file, const std::string& what) {
+// `check_specials`: the model's own ids are parla's (no piece table), so its special ids must be parla's.
+std::shared_ptr<const void> load_model(const std::string& data, bool from_file, const std::string& what,
+                                       bool check_specials = true) {
   const auto& lib = sentencepiece_library();
   char* error = nullptr;
   void* m = lib.load(data.data(), data.size(), from_file ? 1 : 0, &error);
   if (!m) throw DataError("cannot load SentencePiece model " + what + ": " + take_error(error));
   std::shared_ptr<const void> model(m, [](const void* p) { sentencepiece_library().free_model(const_cast<void*>(p)); });
+  if (!check_specials) return model;
   // Every parla model was trained with pad=0, unk=1, bos=2, eos=3; other ids would silently scramble the
   // embeddings, so such a model is refused.
   int ids[4];
@@ -37,10 +42,70 @@ std::shared_ptr<const void> load_model(const std::string& data, bool from_file, 
                     "; parla needs pad=0 unk=1 bos=2 eos=3");
   return model;
 }
+std::string piece_of(const void* model, int id) {
+  size_t n = 0;
+  char* p = sentencepiece_library().id_to_piece(model, id, &n);
+  return take(p, n);
+}
+
+bool is_language_token(const std::string& piece) {
+  return piece.size() > 4 && piece.compare(0, 2, ">>") == 0 && piece.compare(piece.size() - 2, 2, "<<") == 0;
+}
+
 }  // namespace
+
+// The two numberings side by side: the model's ids to the table's and back.
+struct SentencePieceVocab::Table {
+  std::vector<std::string> pieces;
+  std::unordered_map<std::string, int> ids;
+  std::vector<int> from_model;  // model id -> table id (unk when the table lacks the piece)
+  std::vector<int> to_model;    // table id -> model id, -1 for pieces the model cannot produce
+};
 
 SentencePieceVocab::SentencePieceVocab(std::shared_ptr<const void> model)
     : model_(std::move(model)), size_(sentencepiece_library().size(model_.get())) {}
+
+SentencePieceVocab SentencePieceVocab::from_serialized(const std::string& proto, std::vector<std::string> pieces) {
+  if (pieces.size() < 4)
+    throw DataError("a piece table of " + std::to_string(pieces.size()) + " entries cannot hold pad, unk, bos, eos");
+  SentencePieceVocab v(load_model(proto, false, "(serialized bytes)", /*check_specials=*/false));
+  auto t = std::make_shared<Table>();
+  const void* m = v.model_.get();
+  for (size_t i = 0; i < pieces.size(); ++i)
+    if (!t->ids.emplace(pieces[i], static_cast<int>(i)).second)
+      throw DataError("the piece table names '" + pieces[i].substr(0, 60) + "' twice");
+  // Id 2 is bos when the model cannot produce its piece, an ordinary piece when it can (an imported vocabulary
+  // whose decoder starts from pad has no bos: model.decoder_start).
+  // The model's own specials (its <unk>, <s>, </s>, <pad>: control pieces that encode never produces) are not
+  // ordinary pieces whatever the table calls them.
+  std::vector<int> model_specials;
+  for (int k = 0; k < 4; ++k) model_specials.push_back(sentencepiece_library().special_id(m, k));
+  t->to_model.assign(pieces.size(), -1);
+  for (size_t i = 2; i < pieces.size(); ++i) {
+    if (i == static_cast<size_t>(kEosId)) continue;
+    const int id = sentencepiece_library().piece_to_id(m, pieces[i].data(), pieces[i].size());
+    if (id >= 0 && id < v.size_ && piece_of(m, id) == pieces[i] &&
+        std::find(model_specials.begin(), model_specials.end(), id) == model_specials.end())
+      t->to_model[i] = id;
+  }
+  t->from_model.resize(static_cast<size_t>(v.size_));
+  for (int id = 0; id < v.size_; ++id) {
+    auto it = t->ids.find(piece_of(m, id));
+    // A model piece the table lacks, or maps to a special (the SentencePiece model's own <unk>, say), is unknown:
+    // encode never produces pad, bos or eos.
+    const bool ordinary = it != t->ids.end() && t->to_model[static_cast<size_t>(it->second)] >= 0;
+    t->from_model[static_cast<size_t>(id)] = ordinary ? it->second : kUnkId;
+  }
+  t->pieces = std::move(pieces);
+  v.size_ = static_cast<int>(t->pieces.size());
+  v.table_ = std::move(t);
+  return v;
+}
+
+const std::vector<std::string>& SentencePieceVocab::pieces() const {
+  static const std::vector<std::string> none;
+  return table_ ? table_->pieces : none;
+}
 
 SentencePieceVocab SentencePieceVocab::load(const std::string& model_path) {
   std::error_code ec;
@@ -55,12 +120,26 @@ SentencePieceVocab SentencePieceVocab::from_serialized(const std::string& proto)
 
 std::vector<int> SentencePieceVocab::encode(const std::string& line) const {
   const auto& lib = sentencepiece_library();
+  std::vector<int> out;
+  size_t start = 0;
+  if (table_ && line.compare(0, 2, ">>") == 0) {  // a target-language token, as OPUS-MT's tokenizer reads one
+    const size_t end = line.find("<<", 2);
+    if (end != std::string::npos && (end + 2 == line.size() || line[end + 2] == ' ')) {
+      auto it = table_->ids.find(line.substr(0, end + 2));
+      if (it != table_->ids.end() && is_language_token(it->first)) {
+        out.push_back(it->second);
+        start = std::min(line.size(), end + 3);
+      }
+    }
+  }
   int* ids = nullptr;
   size_t n = 0;
   char* error = nullptr;
-  if (lib.encode(model_.get(), line.data(), line.size(), &ids, &n, &error) != 0)
+  if (lib.encode(model_.get(), line.data() + start, line.size() - start, &ids, &n, &error) != 0)
     throw DataError("SentencePiece cannot encode a line: " + take_error(error));
-  std::vector<int> out(ids, ids + n);
+  out.reserve(out.size() + n);
+  for (size_t i = 0; i < n; ++i)
+    out.push_back(table_ ? table_->from_model[static_cast<size_t>(ids[i])] : ids[i]);
   lib.free(ids);
   return out;
 }
@@ -75,7 +154,13 @@ std::string SentencePieceVocab::decode(const std::vector<int>& ids) const {
   kept.reserve(ids.size());
   for (int id : ids) {
     check_id(id);
-    if (id != kPadId && id != kBosId && id != kEosId) kept.push_back(id);
+    if (!table_) {
+      if (id != kPadId && id != kBosId && id != kEosId) kept.push_back(id);
+    } else if (id == kUnkId) {
+      kept.push_back(sentencepiece_library().special_id(model_.get(), 1));  // the model's own unk
+    } else if (table_->to_model[static_cast<size_t>(id)] >= 0) {
+      kept.push_back(table_->to_model[static_cast<size_t>(id)]);
+    }
   }
   const auto& lib = sentencepiece_library();
   char* text = nullptr;
@@ -95,18 +180,25 @@ std::string SentencePieceVocab::serialized() const {
 }
 
 int SentencePieceVocab::piece_to_id(const std::string& piece) const {
+  if (table_) {
+    auto it = table_->ids.find(piece);
+    return it == table_->ids.end() ? kUnkId : it->second;
+  }
   return sentencepiece_library().piece_to_id(model_.get(), piece.data(), piece.size());
 }
 
 std::string SentencePieceVocab::id_to_piece(int id) const {
   check_id(id);
-  size_t n = 0;
-  char* p = sentencepiece_library().id_to_piece(model_.get(), id, &n);
-  return take(p, n);
+  if (table_) return table_->pieces[static_cast<size_t>(id)];
+  return piece_of(model_.get(), id);
 }
 
 float SentencePieceVocab::score(int id) const {
   check_id(id);
+  if (table_) {
+    const int m = table_->to_model[static_cast<size_t>(id)];
+    return m >= 0 ? sentencepiece_library().score(model_.get(), m) : 0.0f;
+  }
   return sentencepiece_library().score(model_.get(), id);
 }
 

@@ -2,6 +2,11 @@
 // A trained SentencePiece model (Kudo & Richardson, 2018) as parla's vocabulary: ids for the models, text for
 // the user. Special ids are fixed for the whole toolkit: pad=0, unk=1, bos=2, eos=3. Thread-safe for encoding
 // and decoding; copies share the model.
+//
+// Ids are the SentencePiece model's own (parla trains its models with pad=0 unk=1 bos=2 eos=3), or, for models
+// imported from elsewhere, those of an explicit piece table (Marian's vocab.yml, Hugging Face's vocab.json,
+// remapped on import so that ids 0-3 are parla's specials): the model segments the text into pieces, and the
+// table numbers them.
 #include <memory>
 #include <string>
 #include <vector>
@@ -19,6 +24,14 @@ class SentencePieceVocab {
   static SentencePieceVocab load(const std::string& model_path);
   // From the model proto bytes (as stored in a checkpoint). Throws DataError when they do not parse.
   static SentencePieceVocab from_serialized(const std::string& proto);
+  // From the model proto bytes and a piece table: pieces[i] is the piece of id i; ids 0, 1 and 3 are pad, unk and
+  // eos whatever their names, and id 2 is bos unless the model can produce its piece (then it is an ordinary piece:
+  // imported vocabularies have no bos, their decoder starts from pad). A piece the model produces that the table
+  // lacks encodes as unk. Table entries the model cannot produce are never produced by encode, except
+  // target-language tokens (">>fra<<", OPUS-MT's multilingual models): one at the very start of a line, followed by
+  // a space or the end, is that id. Such entries, and pad, bos and eos, decode to nothing. DataError for a table
+  // shorter than 4 or with a piece twice.
+  static SentencePieceVocab from_serialized(const std::string& proto, std::vector<std::string> pieces);
 
   // Piece ids of a line, without bos/eos.
   std::vector<int> encode(const std::string& line) const;
@@ -32,11 +45,15 @@ class SentencePieceVocab {
   // Throws DataError for an id outside [0, size()).
   std::string id_to_piece(int id) const;
   float score(int id) const;
+  // The piece table, or empty when the ids are the SentencePiece model's own.
+  const std::vector<std::string>& pieces() const;
 
  private:
+  struct Table;
   explicit SentencePieceVocab(std::shared_ptr<const void> model);
   void check_id(int id) const;
   std::shared_ptr<const void> model_;  // a SentencePieceProcessor inside the isolated module
+  std::shared_ptr<const Table> table_;  // null: the model's own ids
   int size_ = 0;
 };
 

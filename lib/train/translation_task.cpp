@@ -45,7 +45,7 @@ TranslationTask::TranslationTask(const Config& cfg, const data::DatasetInfo& inf
   vt.resize(n_valid);
   auto valid_table = data::filter_by_length(vs, vt, max_len);
   for (const auto& ids : data::plan_epoch(valid_table, cfg.training.batch_tokens, 0, 1))
-    valid_batches_.push_back(data::collate_parallel(*valid_, ids));
+    valid_batches_.push_back(data::collate_parallel(*valid_, ids, model_->start_id()));
   valid_ids_ = valid_table.ids;
   if (cfg.training.valid_bleu) {
     std::string ref_path = info.dir + "/valid." + info.tgt_lang;
@@ -59,7 +59,7 @@ TranslationTask::TranslationTask(const Config& cfg, const data::DatasetInfo& inf
 }
 
 data::Batch TranslationTask::train_batch(const std::vector<int64_t>& ids, int64_t /*epoch*/) {
-  return data::collate_parallel(*train_, ids);
+  return data::collate_parallel(*train_, ids, model_->start_id());
 }
 
 LossTerms TranslationTask::loss(const data::Batch& batch) {

@@ -52,7 +52,8 @@ TEST_CASE("first_line keeps a message and drops LibTorch's backtrace") {
   CHECK(parla::first_line(std::string(1000, 'x')).size() == 300);
 }
 
-TEST_CASE("a truncated or foreign checkpoint gives one line naming the file, the rest at debug level") {
+TEST_CASE("a truncated or foreign checkpoint gives one line naming the file, and no LibTorch internals even at "
+          "debug level") {
   parla::testing::TempDir dir("wrapped-errors");
   auto truncated = truncated_checkpoint(dir);
   auto foreign = dir.write("foreign.pt", "not a checkpoint at all");
@@ -72,9 +73,11 @@ TEST_CASE("a truncated or foreign checkpoint gives one line naming the file, the
       CHECK(r.err.find("frame #") == std::string::npos);
       std::vector<std::string> debug_args{"--log-level", "debug"};
       debug_args.insert(debug_args.end(), args.begin(), args.end());
+      // Checkpoints are read by parla's own readers (models/tensor_archive.h), which say what is wrong themselves.
       auto debug = run(app, debug_args);
       CHECK(debug.exit_code == 1);
-      CHECK_THAT(debug.err, Contains("Exception raised from"));
+      CHECK_THAT(debug.err, Contains(path) && Contains("not a readable checkpoint"));
+      CHECK(debug.err.find("Exception raised from") == std::string::npos);
     }
   }
 }

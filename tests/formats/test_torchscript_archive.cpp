@@ -85,7 +85,7 @@ TEST_CASE("a TorchScript archive written by LibTorch is read as LibTorch reads i
 TEST_CASE("an archive whose code defines __setstate__ (printing, or looping forever) is refused within a second, "
           "naming the method's file and line") {
   TempDir dir("ts-hostile");
-  for (const std::string body : {"print(\"EVIL: code ran\")", "while True:\n      pass"}) {
+  for (const char* body : {"print(\"EVIL: code ran\")", "while True:\n      pass"}) {
     INFO(body);
     const auto path = write_archive(dir);
     parla::testing::edit_zip_entry(path, "code/__torch__.py", [&](std::string code) {

@@ -11,7 +11,7 @@ namespace parla::testing {
 
 // An interpreter that can `import module`, or "" after printing the skip marker.
 inline std::string python_with(const std::string& module) {
-  for (const std::string python : {std::string(PARLA_SOURCE_DIR) + "/.venv-torch2/bin/python", std::string("python3")}) {
+  for (const std::string& python : {std::string(PARLA_SOURCE_DIR) + "/.venv-torch2/bin/python", std::string("python3")}) {
     if (python.find('/') != std::string::npos && !std::filesystem::exists(python)) continue;
     const std::string probe = python + " -c 'import " + module + "' >/dev/null 2>&1";
     if (std::system(probe.c_str()) == 0) return python;

@@ -184,3 +184,70 @@ TEST_CASE("bpe from word counts is the bpe of the whole sentences, and unigram k
   auto u2 = SentencePieceVocab::from_serialized(train_sentencepiece(lines, c, 2, 1, false).model_proto);
   CHECK(pieces(u1) == pieces(u2));
 }
+
+namespace {
+// An imported vocabulary's table over the trained model: specials first, then the model's pieces in reverse
+// order (so that table ids and the model's own differ everywhere), two target-language tokens, and a piece the
+// model never produces. `ordinary_two`: id 2 holds the first piece of corpus line 0 (a model that starts from pad
+// has no bos, and id 2 is an ordinary piece).
+std::vector<std::string> reversed_table(const SentencePieceVocab& v, bool ordinary_two) {
+  std::vector<std::string> t = {"<pad>", "<unk>", "<s>", "</s>", ">>fra<<", ">>deu<<", "NEVER-PRODUCED"};
+  for (int id = v.size() - 1; id >= 4; --id) t.push_back(v.id_to_piece(id));
+  if (ordinary_two) std::swap(t[2], *std::find(t.begin(), t.end(), v.id_to_piece(v.encode(corpus()[0]).front())));
+  return t;
+}
+}  // namespace
+
+TEST_CASE("a piece table renumbers the model's pieces: encode and decode go through it, language tokens included") {
+  const auto& v = trained();
+  const auto table = reversed_table(v, false);
+  auto t = SentencePieceVocab::from_serialized(v.serialized(), table);
+  CHECK(t.size() == static_cast<int>(table.size()));
+  CHECK(t.pieces() == table);
+  CHECK(v.pieces().empty());
+  const std::string line = "the council debate report caf\xC3\xA9";
+  const auto own = v.encode(line), renumbered = t.encode(line);
+  REQUIRE(own.size() == renumbered.size());
+  for (size_t i = 0; i < own.size(); ++i) {
+    CHECK(t.id_to_piece(renumbered[i]) == v.id_to_piece(own[i]));  // the same pieces, other ids
+    CHECK(renumbered[i] == t.piece_to_id(v.id_to_piece(own[i])));
+  }
+  CHECK(t.decode(renumbered) == v.decode(own));
+  // A leading language token is one id; anywhere else it is text.
+  auto fra = t.encode(">>fra<< the vote");
+  REQUIRE(fra.size() == t.encode("the vote").size() + 1);
+  CHECK(fra[0] == 4);
+  CHECK(std::equal(fra.begin() + 1, fra.end(), t.encode("the vote").begin()));
+  CHECK(t.encode("the >>fra<< vote") != t.encode("the vote"));
+  CHECK(t.encode(">>xyz<< the vote")[0] != 4);  // not in the table: ordinary text
+  // pad, bos, eos and table entries the model cannot produce decode to nothing.
+  auto with_specials = renumbered;
+  with_specials.insert(with_specials.begin(), {0, 2, 4, 6});
+  with_specials.push_back(3);
+  CHECK(t.decode(with_specials) == v.decode(own));
+}
+
+TEST_CASE("in a piece table id 2 is bos unless the model produces its piece, and pieces the table lacks are unk") {
+  const auto& v = trained();
+  auto table = reversed_table(v, true);  // id 2 is an ordinary piece
+  const std::string moved = table[2];
+  auto t = SentencePieceVocab::from_serialized(v.serialized(), table);
+  // Corpus line 0 starts with the moved piece: it encodes as id 2, and decodes back whole.
+  const auto own = v.encode(corpus()[0]);
+  const auto ids = t.encode(corpus()[0]);
+  REQUIRE(ids.size() == own.size());
+  CHECK(ids.front() == 2);
+  CHECK(v.id_to_piece(own.front()) == moved);
+  CHECK(t.decode(ids) == v.decode(own));
+  // A table without the line's last piece: it encodes as unk, the others as before.
+  const std::string dropped = v.id_to_piece(own.back());
+  table.erase(std::find(table.begin(), table.end(), dropped));
+  auto smaller = SentencePieceVocab::from_serialized(v.serialized(), table);
+  const auto fewer = smaller.encode(corpus()[0]);
+  REQUIRE(fewer.size() == own.size());
+  CHECK(fewer.back() == 1);
+  CHECK(std::count(fewer.begin(), fewer.end(), 1) == std::count(own.begin(), own.end(), own.back()));
+  CHECK_THROWS_AS(SentencePieceVocab::from_serialized(v.serialized(), {"<pad>", "<unk>", "<s>"}), parla::DataError);
+  CHECK_THROWS_WITH(SentencePieceVocab::from_serialized(v.serialized(), {"<pad>", "<unk>", "<s>", "</s>", "x", "x"}),
+                    Catch::Contains("twice"));
+}

@@ -123,6 +123,11 @@ const config::SectionSchema<ModelConfig>& ModelConfig::schema() {
     s.add("output_bias", &ModelConfig::output_bias,
           "A learned bias on the output logits (Marian's decoder_ff_logit_out_b, Hugging Face's final_logits_bias). "
           "Transformer models.");
+    s.add("decoder_start", &ModelConfig::decoder_start,
+          "The token the decoder starts from: bos (id 2, parla's own models) or pad (id 0, as Marian and Hugging "
+          "Face's MarianMT start; id 2 is then an ordinary token of the imported vocabulary). The start token is "
+          "never output. Transformer models.",
+          one_of({"bos", "pad"}));
     s.add("max_positions", &ModelConfig::max_positions,
           "Longest sequence (tokens) for learned positions and BERT; sinusoidal positions are unlimited.",
           at_least(1));

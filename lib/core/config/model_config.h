@@ -33,6 +33,9 @@ struct ModelConfig {
   std::string sinusoidal_layout = "interleaved";
   bool scale_embeddings = true;  // token embeddings times sqrt(d_model) (Vaswani et al. 2017, Sec. 3.4)
   bool output_bias = false;      // a bias added to the output logits (Marian's, Hugging Face's final_logits_bias)
+  // The token the decoder starts from: bos (parla's id 2), or pad (id 0, as Marian and MarianMT do; id 2 is then
+  // an ordinary token of an imported vocabulary).
+  std::string decoder_start = "bos";
   int max_positions = 1024;              // longest sequence for learned positions (and BERT)
   bool share_embeddings = false;  // one embedding table for source and target (needs a joint vocabulary)
   bool tie_output = true;         // decoder input embedding = output projection (Press & Wolf 2017)

@@ -1,0 +1,53 @@
+// parla-convert: models into parla. Imports the public OPUS-MT models, as Hugging Face hosts them (MarianMT
+// folders; CTranslate2's ct2-transformers-converter takes the same) or as Marian saves them (.npz, as
+// ct2-opus-mt-converter and marian-conv take), into ordinary parla checkpoints. The work is lib/convert.
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <spdlog/spdlog.h>
+
+#include "convert/hf_marian_import.h"
+#include "convert/imported_model.h"
+#include "convert/marian_import.h"
+#include "core/app.h"
+#include "core/runtime.h"
+
+int main(int argc, char** argv) {
+  parla::runtime::tune_process(argc, argv);
+  parla::app::CommonFlags flags;
+  flags.program = "parla-convert";
+  CLI::App cli(
+      "Converts translation models into and out of parla checkpoints.\n"
+      "  parla-convert hf DIR -o model.pt       a Hugging Face MarianMT folder (config.json, model.safetensors,\n"
+      "                                         source.spm, target.spm, vocab.json)\n"
+      "  parla-convert marian DIR -o model.pt   a Marian model as OPUS-MT distributes it (decoder.yml, *.npz,\n"
+      "                                         *.vocab.yml, source.spm, target.spm)\n"
+      "Imported checkpoints translate, serve and quantize (parla-train quantize) like any other.",
+      "parla-convert");
+  parla::app::add_logging_flags(cli, flags);
+  cli.require_subcommand(1);
+
+  std::string hf_dir, hf_out;
+  auto* hf = cli.add_subcommand("hf", "Import a Hugging Face MarianMT folder (OPUS-MT's models on the Hub, or "
+                                      "transformers' save_pretrained) as a parla checkpoint");
+  hf->add_option("model", hf_dir, "The folder")->required();
+  hf->add_option("-o,--output", hf_out, "Output checkpoint (written atomically)")->required();
+
+  std::string marian_dir, marian_out;
+  auto* marian = cli.add_subcommand("marian", "Import a Marian model as OPUS-MT distributes it (the folder with "
+                                              "decoder.yml) as a parla checkpoint");
+  marian->add_option("model", marian_dir, "The folder")->required();
+  marian->add_option("-o,--output", marian_out, "Output checkpoint (written atomically)")->required();
+
+  return parla::app::run(cli, flags, argc, argv, [&]() -> int {
+    if (marian->parsed()) {
+      parla::convert::write_checkpoint(parla::convert::read_marian(marian_dir), marian_dir, marian_out);
+      spdlog::info("wrote '{}' from the Marian model in '{}'", marian_out, marian_dir);
+    }
+    if (hf->parsed()) {
+      parla::convert::write_checkpoint(parla::convert::read_hf_marian(hf_dir), hf_dir, hf_out);
+      spdlog::info("wrote '{}' from the MarianMT folder '{}'", hf_out, hf_dir);
+    }
+    return 0;
+  });
+}

@@ -1,0 +1,242 @@
+#include "convert/hf_marian_import.h"
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+
+#include <torch/torch.h>
+
+#include "core/error.h"
+#include "formats/bounded_file.h"
+#include "formats/json_file.h"
+#include "models/tensor_archive.h"
+#include "nn/positional_encoding.h"
+
+namespace parla::convert {
+
+namespace {
+
+namespace fs = std::filesystem;
+using formats::JsonFields;
+using formats::read_json_file;
+
+// vocab.json: piece -> id, which must number 0 .. n-1 once each. Returns the piece of each id.
+std::vector<std::string> read_vocab(const std::string& path) {
+  const auto j = read_json_file(path, 256u << 20);
+  if (!j.is_object()) throw DataError(path + ": not a JSON object of piece -> id");
+  std::vector<std::string> pieces(j.size());
+  std::vector<bool> seen(j.size(), false);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!it.value().is_number_integer())
+      throw DataError(path + ": the id of piece '" + it.key().substr(0, 60) + "' is not an integer");
+    const int64_t id = it.value().get<int64_t>();
+    if (id < 0 || id >= static_cast<int64_t>(pieces.size()) || seen[static_cast<size_t>(id)])
+      throw DataError(path + ": id " + std::to_string(id) + " (piece '" + it.key().substr(0, 60) +
+                      "') is out of range or given twice; the ids must be 0 .. " + std::to_string(pieces.size() - 1));
+    seen[static_cast<size_t>(id)] = true;
+    pieces[static_cast<size_t>(id)] = it.key();
+  }
+  return pieces;
+}
+
+int64_t id_of(const std::vector<std::string>& pieces, const std::string& piece, const std::string& path) {
+  for (size_t i = 0; i < pieces.size(); ++i)
+    if (pieces[i] == piece) return static_cast<int64_t>(i);
+  throw DataError(path + ": has no '" + piece + "' piece");
+}
+
+class Weights {
+ public:
+  Weights(const std::string& path) : path_(path), archive_(models::TensorArchive::load(path)) {}
+
+  bool has(const std::string& name) const { return archive_.contains(name); }
+  // A float copy of tensor `name` with the given shape. DataError naming the file otherwise.
+  torch::Tensor get(const std::string& name, std::vector<int64_t> shape) {
+    torch::Tensor t;
+    if (!archive_.try_read(name, t)) throw DataError(path_ + ": has no tensor '" + name + "'");
+    if (!t.is_floating_point()) throw DataError(path_ + ": tensor '" + name + "' is not floating point");
+    if (t.sizes().vec() != shape)
+      throw DataError(path_ + ": tensor '" + name + "' has shape " + c10::str(t.sizes()) + ", config.json says " +
+                      c10::str(c10::IntArrayRef(shape)));
+    used_.insert(name);
+    return t.to(torch::kFloat).clone();
+  }
+  void ignore(const std::string& name) { used_.insert(name); }
+  // Every tensor of the file was used: anything left is something parla would silently drop.
+  void check_all_used() const {
+    for (const auto& name : archive_.tensor_names())
+      if (!used_.count(name))
+        throw DataError(path_ + ": tensor '" + name + "' has no place in a Marian model parla can represent");
+  }
+
+ private:
+  std::string path_;
+  models::TensorArchive archive_;
+  std::set<std::string> used_;
+};
+
+}  // namespace
+
+ImportedModel read_hf_marian(const std::string& dir) {
+  const std::string config_path = (fs::path(dir) / "config.json").string();
+  const JsonFields c(config_path, read_json_file(config_path, 1u << 20));
+  const std::string type = c.string("model_type");
+  if (type != "marian")
+    throw DataError(config_path + ": model_type '" + type + "' is not 'marian' (parla imports MarianMT models)");
+  for (const char* key : {"normalize_before", "normalize_embedding", "add_final_layer_norm"})
+    if (c.has(key) && c.boolean(key))
+      throw DataError(config_path + ": " + key + " = true is not Marian's layout (post-norm, no embedding norm), "
+                      "which parla imports");
+  const int64_t d = c.integer("d_model"), heads = c.integer("encoder_attention_heads");
+  if (c.integer("decoder_attention_heads") != heads)
+    throw DataError(config_path + ": encoder_attention_heads and decoder_attention_heads differ; parla has one "
+                    "model.heads");
+  const int64_t ffn = c.integer("encoder_ffn_dim");
+  if (c.integer("decoder_ffn_dim") != ffn)
+    throw DataError(config_path + ": encoder_ffn_dim and decoder_ffn_dim differ; parla has one model.ffn_dim");
+  std::string act = c.string("activation_function");
+  if (act == "silu") act = "swish";
+  if (act != "swish" && act != "relu" && act != "gelu")
+    throw DataError(config_path + ": activation_function '" + act + "' is not one parla has (swish, relu, gelu)");
+
+  ImportedModel m;
+  ModelConfig& cfg = m.model;
+  cfg.type = "transformer";
+  cfg.d_model = static_cast<int>(d);
+  cfg.heads = static_cast<int>(heads);
+  cfg.ffn_dim = static_cast<int>(ffn);
+  cfg.encoder_layers = static_cast<int>(c.integer("encoder_layers"));
+  cfg.decoder_layers = static_cast<int>(c.integer("decoder_layers"));
+  cfg.activation = act;
+  cfg.norm = "post";
+  cfg.positions = "sinusoidal";
+  cfg.sinusoidal_layout = "concatenated";
+  cfg.scale_embeddings = c.has("scale_embedding") && c.boolean("scale_embedding");
+  cfg.output_bias = true;
+  cfg.decoder_start = "pad";
+  cfg.max_positions = static_cast<int>(c.integer("max_position_embeddings"));
+  cfg.dropout = c.has("dropout") ? c.number("dropout") : 0.1;
+  cfg.attention_dropout = c.has("attention_dropout") ? c.number("attention_dropout") : 0.0;
+  cfg.activation_dropout = c.has("activation_dropout") ? c.number("activation_dropout") : 0.0;
+  const bool shared = !c.has("share_encoder_decoder_embeddings") || c.boolean("share_encoder_decoder_embeddings");
+  cfg.share_embeddings = shared;
+  cfg.tie_output = !c.has("tie_word_embeddings") || c.boolean("tie_word_embeddings");
+
+  // Vocabularies: vocab.json, and target_vocab.json when the two sides have their own.
+  const std::string vocab_path = (fs::path(dir) / "vocab.json").string();
+  const std::string target_vocab_path = (fs::path(dir) / "target_vocab.json").string();
+  const auto src_vocab = read_vocab(vocab_path);
+  const bool separate = !shared && fs::exists(target_vocab_path);
+  const auto tgt_vocab = separate ? read_vocab(target_vocab_path) : src_vocab;
+  const std::string& tgt_vocab_path = separate ? target_vocab_path : vocab_path;
+  const int64_t vs = static_cast<int64_t>(src_vocab.size()), vt = static_cast<int64_t>(tgt_vocab.size());
+  if (c.integer("vocab_size") != vs)
+    throw DataError(config_path + ": vocab_size " + std::to_string(c.integer("vocab_size")) + ", but " + vocab_path +
+                    " has " + std::to_string(vs) + " pieces");
+  if (c.has("decoder_vocab_size") && c.integer("decoder_vocab_size") != vt)
+    throw DataError(config_path + ": decoder_vocab_size " + std::to_string(c.integer("decoder_vocab_size")) + ", but " +
+                    tgt_vocab_path + " has " + std::to_string(vt) + " pieces");
+  const int64_t pad_s = id_of(src_vocab, "<pad>", vocab_path), unk_s = id_of(src_vocab, "<unk>", vocab_path),
+                eos_s = id_of(src_vocab, "</s>", vocab_path);
+  const int64_t pad_t = id_of(tgt_vocab, "<pad>", tgt_vocab_path), unk_t = id_of(tgt_vocab, "<unk>", tgt_vocab_path),
+                eos_t = id_of(tgt_vocab, "</s>", tgt_vocab_path);
+  if (c.integer("pad_token_id") != pad_s)
+    throw DataError(config_path + ": pad_token_id " + std::to_string(c.integer("pad_token_id")) + " is not the id of '<pad>' in " +
+                    vocab_path + " (" + std::to_string(pad_s) + ")");
+  if (c.integer("eos_token_id") != eos_t)
+    throw DataError(config_path + ": eos_token_id " + std::to_string(c.integer("eos_token_id")) + " is not the id of '</s>' in " +
+                    tgt_vocab_path + " (" + std::to_string(eos_t) + ")");
+  const int64_t start = c.has("decoder_start_token_id") ? c.integer("decoder_start_token_id") : pad_t;
+  if (start != pad_t)
+    throw DataError(config_path + ": decoder_start_token_id " + std::to_string(start) +
+                    " is not the target's pad (" + std::to_string(pad_t) + "); parla's model.decoder_start is bos or pad");
+  const auto order_s = parla_order(vs, pad_s, unk_s, eos_s, vocab_path);
+  const auto order_t = parla_order(vt, pad_t, unk_t, eos_t, tgt_vocab_path);
+  for (int64_t id : order_s) m.src_pieces.push_back(src_vocab[static_cast<size_t>(id)]);
+  for (int64_t id : order_t) m.tgt_pieces.push_back(tgt_vocab[static_cast<size_t>(id)]);
+  m.src_spm = formats::read_bounded_file((fs::path(dir) / "source.spm").string(), 64u << 20);
+  m.tgt_spm = formats::read_bounded_file((fs::path(dir) / "target.spm").string(), 64u << 20);
+
+  // Weights.
+  const std::string st = (fs::path(dir) / "model.safetensors").string();
+  if (!fs::exists(st)) {
+    if (fs::exists(fs::path(dir) / "pytorch_model.bin"))
+      throw DataError(dir + ": holds pytorch_model.bin (a Python pickle), which parla does not read; re-save it as "
+                            "safetensors: python -c \"from transformers import MarianMTModel; "
+                            "MarianMTModel.from_pretrained('" + dir + "').save_pretrained('" + dir +
+                      "', safe_serialization=True)\"");
+    throw DataError(st + ": missing (the weights of a MarianMT folder)");
+  }
+  Weights w(st);
+  auto permuted = [](const torch::Tensor& t, const std::vector<int64_t>& order) {
+    return t.index_select(0, torch::tensor(order, torch::kLong));
+  };
+  const std::string enc_embed = w.has("model.encoder.embed_tokens.weight") ? "model.encoder.embed_tokens.weight" : "model.shared.weight";
+  const std::string dec_embed = w.has("model.decoder.embed_tokens.weight") ? "model.decoder.embed_tokens.weight" : "model.shared.weight";
+  auto tgt_table = w.get(dec_embed, {vt, d});
+  m.weights["tgt_embed.weight"] = permuted(tgt_table, order_t);
+  if (!shared) m.weights["src_embed.weight"] = permuted(w.get(enc_embed, {vs, d}), order_s);
+  for (const char* alias : {"model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"})
+    if (w.has(alias)) w.ignore(alias);  // copies of the tables read above (tied)
+  if (!cfg.tie_output) {
+    m.weights["output_weight"] = permuted(w.get("lm_head.weight", {vt, d}), order_t);
+  } else if (w.has("lm_head.weight")) {
+    if (!w.get("lm_head.weight", {vt, d}).equal(tgt_table))
+      throw DataError(st + ": lm_head.weight differs from the decoder's embeddings, but config.json ties them");
+  }
+  m.weights["output_bias"] = permuted(w.get("final_logits_bias", {1, vt}).view({vt}), order_t);
+  // Older saves carry the sinusoid tables; they must be Marian's, which parla computes itself.
+  for (const char* side : {"encoder", "decoder"}) {
+    const std::string name = std::string("model.") + side + ".embed_positions.weight";
+    if (!w.has(name)) continue;
+    auto table = w.get(name, {cfg.max_positions, d});
+    auto expected = nn::sinusoidal_table(cfg.max_positions, d, 0, /*concatenated=*/true);
+    if ((table - expected).abs().max().item<double>() > 1e-4)
+      throw DataError(st + ": " + name + " is not the table of concatenated sinusoids that MarianMT computes");
+  }
+  auto linear = [&](const std::string& from, const std::string& to, int64_t out, int64_t in) {
+    m.weights[to + ".weight"] = w.get(from + ".weight", {out, in});
+    m.weights[to + ".bias"] = w.get(from + ".bias", {out});
+  };
+  auto norm = [&](const std::string& from, const std::string& to) {
+    m.weights[to + ".weight"] = w.get(from + ".weight", {d});
+    m.weights[to + ".bias"] = w.get(from + ".bias", {d});
+  };
+  // q, k and v projections of one attention, stacked in parla's order (rows Q; K; V).
+  auto stacked = [&](const std::string& from, const std::vector<std::string>& parts, const std::string& to) {
+    std::vector<torch::Tensor> ws, bs;
+    for (const auto& p : parts) {
+      ws.push_back(w.get(from + "." + p + "_proj.weight", {d, d}));
+      bs.push_back(w.get(from + "." + p + "_proj.bias", {d}));
+    }
+    m.weights[to + ".weight"] = torch::cat(ws, 0);
+    m.weights[to + ".bias"] = torch::cat(bs, 0);
+  };
+  for (int l = 0; l < cfg.encoder_layers; ++l) {
+    const std::string from = "model.encoder.layers." + std::to_string(l), to = "encoder.layers." + std::to_string(l);
+    stacked(from + ".self_attn", {"q", "k", "v"}, to + ".self_attn.qkv_proj");
+    linear(from + ".self_attn.out_proj", to + ".self_attn.out_proj", d, d);
+    norm(from + ".self_attn_layer_norm", to + ".self_attn_norm");
+    linear(from + ".fc1", to + ".ffn.fc1", ffn, d);
+    linear(from + ".fc2", to + ".ffn.fc2", d, ffn);
+    norm(from + ".final_layer_norm", to + ".ffn_norm");
+  }
+  for (int l = 0; l < cfg.decoder_layers; ++l) {
+    const std::string from = "model.decoder.layers." + std::to_string(l), to = "decoder.layers." + std::to_string(l);
+    stacked(from + ".self_attn", {"q", "k", "v"}, to + ".self_attn.qkv_proj");
+    linear(from + ".self_attn.out_proj", to + ".self_attn.out_proj", d, d);
+    norm(from + ".self_attn_layer_norm", to + ".self_attn_norm");
+    linear(from + ".encoder_attn.q_proj", to + ".cross_attn.q_proj", d, d);
+    stacked(from + ".encoder_attn", {"k", "v"}, to + ".cross_attn.kv_proj");
+    linear(from + ".encoder_attn.out_proj", to + ".cross_attn.out_proj", d, d);
+    norm(from + ".encoder_attn_layer_norm", to + ".cross_attn_norm");
+    linear(from + ".fc1", to + ".ffn.fc1", ffn, d);
+    linear(from + ".fc2", to + ".ffn.fc2", d, ffn);
+    norm(from + ".final_layer_norm", to + ".ffn_norm");
+  }
+  w.check_all_used();
+  m.info = {{"imported_from", dir}, {"format", "huggingface-marian"}};
+  return m;
+}
+
+}  // namespace parla::convert

@@ -1,0 +1,22 @@
+#pragma once
+// Importing a Marian model as OPUS-MT distributes it: a folder with decoder.yml (which names the model and its
+// vocabularies), the model's .npz (NumPy arrays under Marian's parameter names, plus "special:model.yml", the
+// options it was trained with), *.vocab.yml (piece: id) and source.spm / target.spm. Read as data: the .npz with
+// libzip and parla's .npy reader, the YAML with yaml-cpp.
+//
+// Marian's Transformer as OPUS-MT trains it: post-norm ("dan"), swish or relu, sinusoidal positions in
+// concatenated layout, embeddings scaled by sqrt(dim-emb), a logit bias, decoding from a zero start (imported as
+// parla's pad, whose row is zero). Marian's vocabularies have no <pad>: it is appended as the last id with a zero
+// embedding and bias, as Hugging Face's conversion does, so an OPUS-MT model imports to the same checkpoint from
+// either place. Anything else (other architectures, pre-norm, SSRU or average-attention decoders, tied layers,
+// trained positions, right-to-left models) is refused naming the file and the option.
+#include <string>
+
+#include "convert/imported_model.h"
+
+namespace parla::convert {
+
+// `dir`: the folder holding decoder.yml. DataError naming the file and option for anything not representable.
+ImportedModel read_marian(const std::string& dir);
+
+}  // namespace parla::convert
