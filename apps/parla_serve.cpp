@@ -3,9 +3,10 @@
 // `decoding` and the `runtime` keys (docs/CONFIG.md); the work is lib/serve (HTTP, queue, batching) and
 // parla::decode::Translator (the same search as parla-translate, so answers are byte-identical).
 #include <chrono>
-#include <future>
+#include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <thread>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
@@ -114,14 +115,24 @@ int main(int argc, char** argv) {
     const int signo = stop_signals.wait();
     spdlog::info("signal {}: stopping; requests in flight have {} s to finish", signo,
                  config.serve.drain_timeout_s);
-    service.stop_accepting();
-    auto stopped = std::async(std::launch::async, [&http] { http.stop(); });
+    // Whatever clients and the decoder do, the process ends within the drain timeout plus a second: a batch being
+    // decoded cannot be interrupted, so if one still runs then, the process exits without waiting for it (its
+    // clients were answered 503 or disconnected by then).
     const auto drain = std::chrono::duration<double>(config.serve.drain_timeout_s);
-    if (stopped.wait_for(drain) != std::future_status::ready) {
+    std::thread([drain] {
+      std::this_thread::sleep_for(drain + std::chrono::milliseconds(900));
+      spdlog::warn("still stopping after the drain timeout: exiting now");
+      spdlog::default_logger()->flush();
+      std::_Exit(0);
+    }).detach();
+    service.stop_accepting();
+    http.stop_accepting();  // connections without a request in flight are closed now
+    if (!http.wait_closed(drain)) {
       spdlog::warn("drain timeout: sentences still waiting are answered 503");
       service.fail_waiting();
+      http.wait_closed(std::chrono::milliseconds(300));
     }
-    stopped.get();
+    http.stop();
     service.shutdown();
     spdlog::info("stopped");
     return 0;

@@ -12,7 +12,8 @@ packages=(
   zlib1g-dev
   libzip-dev                                 # zip archives: reading legacy checkpoints and .npz files without running their code
   libyaml-cpp-dev                            # Marian's YAML (decoder.yml, vocab.yml, model options) for parla-convert
-  libcpp-httplib-dev                         # parla-serve's HTTP/1.1 server
+  libboost-dev                               # parla-serve's HTTP/1.1 server: Boost.Beast over Asio (header-only)
+  libcpp-httplib-dev                         # the HTTP client of parla-serve's tests and bench_serve
   libdnnl-dev                                # oneDNN: the int8 products of decoding.precision int8
   ocl-icd-opencl-dev                         # only a Recommends of libdnnl-dev, but its CMake config requires OpenCL
   clang libclang-rt-14-dev                   # libFuzzer for the bounded fuzz test of parla-translate's input path

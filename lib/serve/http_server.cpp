@@ -1,250 +1,675 @@
 #include "serve/http_server.h"
 
-#include <arpa/inet.h>
-#include <dirent.h>
+// Why Boost.Beast (over Asio), compared with libmicrohttpd, the other event-driven HTTP/1.1 server library
+// Debian packages (0.9.75; libevent's evhttp and h2o 2.2 were looked at too):
+//   - deadlines: a Beast stream's expiry covers every read of an operation, so "the whole header within
+//     serve.header_timeout_s" is one line and a slowloris client that sends a byte every 3 s is cut at 10 s;
+//     libmicrohttpd's MHD_OPTION_CONNECTION_TIMEOUT is an inactivity timeout, which such a client never trips;
+//   - limits at the parser: header bytes, body bytes checked on the decoded (de-chunked) body, and a body type
+//     of our own that counts every byte against a process-wide budget before it is stored;
+//   - the answer is written when the decoding thread says it is ready, from any thread, by posting to the
+//     event loop, where libmicrohttpd needs suspend/resume of the connection around it;
+//   - it is C++ and header-only (one translation unit pays its compile time, ~40 s), and nothing new is linked.
+// The price is that Beast leaves policy to us: connection caps, eviction, lingering close and keep-alive limits
+// are written here.
+#include <malloc.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <algorithm>
+#include <array>
 #include <atomic>
+#include <cerrno>
+#include <condition_variable>
+#include <cstring>
+#include <future>
+#include <list>
+#include <mutex>
+#include <optional>
 #include <thread>
+#include <unordered_set>
 
-#include <httplib.h>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/thread_pool.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 
 namespace parla::serve {
 namespace {
 
+namespace asio = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+using tcp = asio::ip::tcp;
 using Clock = std::chrono::steady_clock;
 
-void reply_with(httplib::Response& res, const Reply& r) {
-  res.status = r.status;
-  res.set_content(r.body, r.content_type.c_str());
-  if (r.retry_after > 0) res.set_header("Retry-After", std::to_string(r.retry_after));
-  if (!r.allow.empty()) res.set_header("Allow", r.allow);
+// How long a connection that is being closed keeps reading (and dropping) what its client still sends, so that
+// the answer is not destroyed by a reset (closing a socket with unread bytes sends one): nginx's lingering close.
+constexpr auto kLinger = std::chrono::seconds(1);
+// How often a waiting request checks that its client is still there.
+constexpr auto kWatch = std::chrono::milliseconds(50);
+// File descriptors kept for everything but connections (model files, logs, the listening socket, ...).
+constexpr int kReservedDescriptors = 64;
+
+std::chrono::steady_clock::duration seconds(double s) {
+  return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
 }
 
-// An address as httplib reports it (numeric host) and a port.
-bool same_endpoint(const sockaddr_storage& a, const std::string& host, int port) {
-  char text[INET6_ADDRSTRLEN] = {0};
-  int p = -1;
-  if (a.ss_family == AF_INET) {
-    const auto* v4 = reinterpret_cast<const sockaddr_in*>(&a);
-    inet_ntop(AF_INET, &v4->sin_addr, text, sizeof text);
-    p = ntohs(v4->sin_port);
-  } else if (a.ss_family == AF_INET6) {
-    const auto* v6 = reinterpret_cast<const sockaddr_in6*>(&a);
-    inet_ntop(AF_INET6, &v6->sin6_addr, text, sizeof text);
-    p = ntohs(v6->sin6_port);
-  } else {
-    return false;
-  }
-  return p == port && host == text;
-}
+bool iequals(beast::string_view a, beast::string_view b) { return beast::iequals(a, b); }
 
-// The socket a request arrived on. httplib 0.11 does not hand it to handlers, so it is found among the process's
-// open sockets by its two endpoints (unique for a TCP connection); -1 if not found.
-int connection_socket(const httplib::Request& req) {
-  DIR* dir = opendir("/proc/self/fd");
-  if (!dir) return -1;
-  int found = -1;
-  while (dirent* d = readdir(dir)) {
-    char* end = nullptr;
-    const long fd = std::strtol(d->d_name, &end, 10);
-    if (end == d->d_name || *end != '\0' || fd == dirfd(dir)) continue;
-    struct stat st;
-    if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    sockaddr_storage local{}, peer{};
-    socklen_t ll = sizeof local, pl = sizeof peer;
-    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &ll) != 0) continue;
-    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &pl) != 0) continue;
-    if (same_endpoint(peer, req.remote_addr, req.remote_port) &&
-        same_endpoint(local, req.local_addr, req.local_port)) {
-      found = static_cast<int>(fd);
-      break;
-    }
-  }
-  closedir(dir);
-  return found;
-}
-
-// True once the peer has closed (or reset) the connection. Bytes of a next, pipelined request mean it is still
-// there.
-bool peer_closed(int fd) {
-  char c;
-  const ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
-  if (n > 0) return false;
-  if (n == 0) return true;
-  return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
-}
-
-// httplib 0.11 listens with a backlog of 5 connections (CPPHTTPLIB_LISTEN_BACKLOG, compiled into Debian's
-// library): 64 clients connecting at once overflowed the accept queue and some saw their connection reset
-// (TcpExtListenOverflows counted them). listen() on a listening socket only resizes its queue, so the socket,
-// which the library keeps in a protected member, is given a queue as deep as the connection threads.
-class Listener : public httplib::Server {
+// Request body bytes held in memory by all connections together (serve.max_buffered_bytes).
+class ByteBudget {
  public:
-  bool deepen_backlog(int connections) { return ::listen(svr_sock_, std::max(connections, 128)) == 0; }
+  explicit ByteBudget(int64_t limit) : limit_(limit) {}
+  bool take(size_t n) {
+    const auto add = static_cast<int64_t>(n);
+    if (used_.fetch_add(add) + add > limit_) {
+      used_.fetch_sub(add);
+      return false;
+    }
+    return true;
+  }
+  void give(size_t n) { used_.fetch_sub(static_cast<int64_t>(n)); }
+
+ private:
+  std::atomic<int64_t> used_{0};
+  const int64_t limit_;
 };
+
+// A request body as Beast's parser fills it (already de-chunked), each byte counted against the ByteBudget
+// before it is stored. Nothing is reserved for a Content-Length: it is a claim, not bytes.
+struct BudgetedBody {
+  class value_type {
+   public:
+    value_type() = default;
+    value_type(value_type&& o) noexcept : data(std::move(o.data)), budget(o.budget), held(o.held) { o.held = 0; }
+    value_type& operator=(value_type&& o) noexcept {
+      if (this != &o) {
+        release();
+        data = std::move(o.data);
+        budget = o.budget;
+        held = o.held;
+        o.held = 0;
+      }
+      return *this;
+    }
+    value_type(const value_type&) = delete;
+    value_type& operator=(const value_type&) = delete;
+    ~value_type() { release(); }
+    void release() {
+      if (budget && held) budget->give(held);
+      held = 0;
+      std::string().swap(data);
+    }
+    std::string data;
+    ByteBudget* budget = nullptr;
+    size_t held = 0;
+  };
+  static std::uint64_t size(const value_type& v) { return v.data.size(); }
+
+  class reader {
+   public:
+    template <bool isRequest, class Fields>
+    reader(http::header<isRequest, Fields>&, value_type& body) : body_(body) {}
+    void init(const boost::optional<std::uint64_t>&, beast::error_code& ec) { ec = {}; }
+    template <class Buffers>
+    std::size_t put(const Buffers& buffers, beast::error_code& ec) {
+      const size_t n = asio::buffer_size(buffers);
+      if (!body_.budget || !body_.budget->take(n)) {
+        ec = asio::error::no_buffer_space;
+        return 0;
+      }
+      body_.held += n;
+      const size_t at = body_.data.size();
+      body_.data.resize(at + n);
+      asio::buffer_copy(asio::buffer(&body_.data[at], n), buffers);
+      ec = {};
+      return n;
+    }
+    void finish(beast::error_code& ec) { ec = {}; }
+
+   private:
+    value_type& body_;
+  };
+};
+
+// Compares in time that depends on the lengths only, not on where the first difference is.
+bool constant_time_equal(const std::string& a, const std::string& b) {
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  const size_t n = std::max(a.size(), b.size());
+  for (size_t i = 0; i < n; ++i) {
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    diff = static_cast<unsigned char>(diff | (x ^ y));
+  }
+  return diff == 0;
+}
+
+class Session;
 
 }  // namespace
 
 struct HttpServer::Impl {
   TranslationService& service;
   ServeConfig cfg;
-  Listener server;
-  std::thread thread;
-  std::atomic<bool> finished{false};
+  ByteBudget budget;
+  std::string api_header;  // "Bearer <key>", or empty
+  int max_connections = 0;
+  // Declared after what handlers use, so that the sessions its destructor destroys find it alive.
+  asio::io_context io{1};
+  tcp::acceptor acceptor{io};
+  asio::steady_timer accept_retry{io};
+  asio::steady_timer trim_timer{io};
+  std::optional<asio::thread_pool> pool;
+  std::thread loop;
+  std::array<char, 65536> scratch{};  // lingering reads land here (one loop thread: never two at once)
 
-  Impl(TranslationService& s, const ServeConfig& c) : service(s), cfg(c) {}
+  // Event-loop thread only.
+  std::unordered_set<Session*> sessions;
+  std::list<Session*> waiting;  // sessions without a request in flight, oldest first: evicted first
+  bool accepting = true;
+  int busy = 0;                  // sessions with a request in flight
+  bool active_since_trim = false;
+  std::string refusal;           // the canned 503 at max_connections
 
-  void routes() {
-    const auto threads = static_cast<size_t>(cfg.threads);
-    server.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-    server.set_payload_max_length(static_cast<size_t>(cfg.max_request_bytes));
-    // httplib's default sets SO_REUSEPORT, which lets a second server bind a port already in use (the kernel
-    // then splits connections between them); SO_REUSEADDR alone allows a restart over TIME_WAIT connections but
-    // refuses a port that is being listened on.
-    server.set_socket_options([](socket_t sock) {
-      int yes = 1;
-      setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-    });
-    server.set_tcp_nodelay(true);  // answers are small: Nagle + delayed ACKs would add 40 ms to each
-    server.set_keep_alive_max_count(1000);
+  // Open connections, for wait_closed() from other threads.
+  std::mutex count_mutex;
+  std::condition_variable count_changed;
+  int open = 0;
 
-    // The body is read here rather than by httplib, which would refuse a body over 8 KB sent as
-    // application/x-www-form-urlencoded (curl -d's default type) with a 413, and parse it as a form first.
-    server.Post("/translate", [this](const httplib::Request& req, httplib::Response& res,
-                                     const httplib::ContentReader& content) {
-      std::string body;
-      if (!content([&](const char* data, size_t n) {
-            body.append(data, n);
-            return true;
-          })) {
-        if (res.status < 400) res.status = 400;  // httplib sets 413 for a body over the limit
-        return;  // the error handler writes the JSON error
-      }
-      int fd = -2;  // looked up once the request has to wait
-      auto gone = [&] {
-        if (fd == -2) fd = connection_socket(req);
-        return fd >= 0 && peer_closed(fd);
-      };
-      reply_with(res, service.translate(body, gone));
-    });
-    auto simple = [this](const std::function<Reply()>& make) {
-      return [this, make](const httplib::Request&, httplib::Response& res) {
-        const auto arrived = Clock::now();
-        Reply r = make();
-        reply_with(res, r);
-        service.count(r, arrived);
-      };
-    };
-    server.Get("/health", simple([this] { return service.health(); }));
-    server.Get("/metrics", simple([this] { return service.metrics(); }));
-    auto refuse = [&](const std::string& path, const std::string& allow) {
-      return [this, path, allow](const httplib::Request& req, httplib::Response& res) {
-        const auto arrived = Clock::now();
-        Reply r = TranslationService::method_not_allowed(req.method, path, allow);
-        reply_with(res, r);
-        service.count(r, arrived);
-      };
-    };
-    for (const std::string path : {"/health", "/metrics"}) {
-      server.Post(path, refuse(path, "GET, HEAD"));
-      server.Put(path, refuse(path, "GET, HEAD"));
-      server.Delete(path, refuse(path, "GET, HEAD"));
-      server.Patch(path, refuse(path, "GET, HEAD"));
-      server.Options(path, refuse(path, "GET, HEAD"));
-    }
-    server.Get("/translate", refuse("/translate", "POST"));
-    server.Put("/translate", refuse("/translate", "POST"));
-    server.Delete("/translate", refuse("/translate", "POST"));
-    server.Patch("/translate", refuse("/translate", "POST"));
-    server.Options("/translate", refuse("/translate", "POST"));
+  Impl(TranslationService& s, const ServeConfig& c)
+      : service(s), cfg(c), budget(c.max_buffered_bytes),
+        api_header(c.api_key.empty() ? std::string() : "Bearer " + c.api_key) {}
 
-    // Errors httplib answers itself (no route: 404; a body over serve.max_request_bytes: 413; a malformed
-    // request: 400) get the same JSON body as ours. Ours already have one.
-    server.set_error_handler([this](const httplib::Request& req, httplib::Response& res) {
-      if (!res.body.empty()) return;
-      Reply r;
-      if (res.status == 404) {
-        r = TranslationService::not_found(req.path);
-      } else {
-        r.status = res.status;
-        if (res.status == 413)
-          r.body = error_body("the request body is larger than " + std::to_string(cfg.max_request_bytes) +
-                              " bytes (serve.max_request_bytes)");
-        else
-          r.body = error_body("the request cannot be read as HTTP/1.1 (status " + std::to_string(res.status) + ")");
-      }
-      reply_with(res, r);
-      service.count(r, Clock::now());
-    });
-    server.set_exception_handler([this](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-      std::string what = "unknown error";
-      try {
-        std::rethrow_exception(ep);
-      } catch (const std::exception& e) {
-        what = e.what();
-      } catch (...) {
-      }
-      Reply r;
-      r.status = 500;
-      r.body = error_body("internal error: " + what);
-      reply_with(res, r);
-      service.count(r, Clock::now());
-    });
+  void accept();
+  void on_accept(beast::error_code ec, tcp::socket socket);
+  void refuse(tcp::socket& socket);
+  void schedule_trim();
+  void opened() {
+    std::lock_guard<std::mutex> lock(count_mutex);
+    ++open;
+  }
+  void closed() {
+    std::lock_guard<std::mutex> lock(count_mutex);
+    --open;
+    count_changed.notify_all();
   }
 };
 
+namespace {
+
+class Session : public std::enable_shared_from_this<Session> {
+ public:
+  Session(HttpServer::Impl& server, tcp::socket socket)
+      : server_(server),
+        stream_(std::move(socket)),
+        buffer_(static_cast<size_t>(server.cfg.max_header_bytes) + 4096),
+        watch_(server.io) {}
+
+  void start() {
+    server_.sessions.insert(this);
+    server_.opened();
+    server_.service.connection_opened();
+    read_request();
+  }
+
+  // From the event loop. Pending operations complete with operation_aborted and find the session closed.
+  void close(const std::string& reason) {
+    if (state_ == State::closed) return;
+    if (state_ == State::busy) --server_.busy;
+    state_ = State::closed;
+    unlist();
+    server_.sessions.erase(this);
+    if (job_) {  // a request in flight whose client is gone (or the server stops): its sentences are dropped
+      server_.service.abandon(*job_);
+      job_.reset();
+    }
+    watch_.cancel();
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.close();
+    server_.service.connection_closed(reason);
+    server_.closed();
+  }
+
+  // A connection that waits for (or sends) a request, or lingers after its last answer, can be closed to make
+  // room; one with a request in flight cannot.
+  bool waiting() const { return listed_; }
+
+ private:
+  enum class State { reading, busy, lingering, closed };
+
+  void list() {
+    if (listed_) return;
+    place_ = server_.waiting.insert(server_.waiting.end(), this);
+    listed_ = true;
+  }
+  void unlist() {
+    if (!listed_) return;
+    server_.waiting.erase(place_);
+    listed_ = false;
+  }
+  void set_busy() {
+    if (state_ != State::busy) ++server_.busy;
+    state_ = State::busy;
+    unlist();
+  }
+  void set_idle(State s) {
+    if (state_ == State::busy) --server_.busy;
+    state_ = s;
+  }
+
+  void read_request() {
+    set_idle(State::reading);
+    list();
+    parser_.emplace();
+    parser_->header_limit(static_cast<std::uint32_t>(server_.cfg.max_header_bytes));
+    parser_->body_limit(static_cast<std::uint64_t>(server_.cfg.max_request_bytes));
+    // Empty lines before a request line are ignored (RFC 9112 2.2), as some clients send one after a body.
+    const auto* bytes = static_cast<const char*>(buffer_.data().data());
+    size_t blank = 0;
+    while (blank < buffer_.size() && (bytes[blank] == '\r' || bytes[blank] == '\n')) ++blank;
+    buffer_.consume(blank);
+    // From the connection's start or its previous answer to the end of the headers: idle and slow alike.
+    stream_.expires_after(seconds(server_.cfg.header_timeout_s));
+    http::async_read_header(stream_, buffer_, *parser_,
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+  }
+
+  void on_header(beast::error_code ec) {
+    if (state_ == State::closed) return;
+    if (ec) return read_failed(ec, "header_timeout");
+    arrived_ = Clock::now();
+    server_.active_since_trim = true;
+    ++served_;
+    auto& req = parser_->get();
+    head_ = req.method() == http::verb::head;
+    keep_alive_ = req.keep_alive();
+    std::string path(req.target());
+    path = path.substr(0, path.find('?'));
+    const auto te = req[http::field::transfer_encoding];
+    if (!te.empty() && !iequals(te, "chunked")) return answer(TranslationService::unsupported_transfer(std::string(te)));
+
+    const auto method = req.method();
+    const bool get = method == http::verb::get || method == http::verb::head;
+    if (path == "/health") {
+      return answer(get ? server_.service.health()
+                        : TranslationService::method_not_allowed(std::string(req.method_string()), path,
+                                                                 "GET, HEAD"));
+    }
+    if (path == "/metrics") {
+      if (!get)
+        return answer(
+            TranslationService::method_not_allowed(std::string(req.method_string()), path, "GET, HEAD"));
+      if (!authorized()) return answer(TranslationService::unauthorized());
+      return answer(server_.service.metrics());
+    }
+    if (path != "/translate") return answer(TranslationService::not_found(path));
+    if (method != http::verb::post)
+      return answer(TranslationService::method_not_allowed(std::string(req.method_string()), path, "POST"));
+    if (!authorized()) return answer(TranslationService::unauthorized());
+    // httplib inflated gzip bodies before its size check: a 49 KB body became 50 MB. Bodies are taken as sent.
+    const auto ce = req[http::field::content_encoding];
+    if (!ce.empty() && !iequals(ce, "identity")) return answer(TranslationService::unsupported_encoding(std::string(ce)));
+    if (const auto length = parser_->content_length();
+        length && *length > static_cast<std::uint64_t>(server_.cfg.max_request_bytes))
+      return answer(TranslationService::body_too_large(server_.cfg.max_request_bytes));
+
+    req.body().budget = &server_.budget;
+    stream_.expires_after(seconds(server_.cfg.body_timeout_s));
+    if (iequals(req[http::field::expect], "100-continue")) {  // curl asks before sending a body over 1 KB
+      static const std::string kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+      asio::async_write(stream_, asio::buffer(kContinue),
+                        [self = shared_from_this()](beast::error_code e, std::size_t) {
+                          if (self->state_ == State::closed) return;
+                          if (e) return self->read_failed(e, "body_timeout");
+                          self->read_body();
+                        });
+      return;
+    }
+    read_body();
+  }
+
+  void read_body() {
+    http::async_read(stream_, buffer_, *parser_,
+                     [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_body(ec); });
+  }
+
+  void on_body(beast::error_code ec) {
+    if (state_ == State::closed) return;
+    if (ec == asio::error::no_buffer_space)
+      return answer(TranslationService::overloaded(
+          "the server holds its limit of request bytes (serve.max_buffered_bytes = " +
+          std::to_string(server_.cfg.max_buffered_bytes) + "); retry later"));
+    if (ec) return read_failed(ec, "body_timeout");
+    translate();
+  }
+
+  bool authorized() const {
+    if (server_.api_header.empty()) return true;
+    const auto& req = parser_->get();
+    return constant_time_equal(std::string(req[http::field::authorization]), server_.api_header);
+  }
+
+  void read_failed(beast::error_code ec, const char* timeout_reason) {
+    arrived_ = Clock::now();
+    if (ec == beast::error::timeout) return close(timeout_reason);
+    if (ec == http::error::end_of_stream || ec == http::error::partial_message || ec == asio::error::eof ||
+        ec == asio::error::operation_aborted)
+      return close("done");
+    if (ec == http::error::header_limit || ec == http::error::buffer_overflow)
+      return answer(TranslationService::header_too_large(server_.cfg.max_header_bytes));
+    if (ec == http::error::body_limit)
+      return answer(TranslationService::body_too_large(server_.cfg.max_request_bytes));
+    if (ec.category() == http::make_error_code(http::error::bad_method).category())
+      return answer(TranslationService::malformed(ec.message()));
+    close("error");  // a reset, a broken pipe
+  }
+
+  // POST /translate: parsed and encoded on the pool, then waiting for the decoding thread without a thread.
+  void translate() {
+    set_busy();
+    auto body = std::make_shared<BudgetedBody::value_type>(std::move(parser_->get().body()));
+    asio::post(*server_.pool, [self = shared_from_this(), body] {
+      auto job = std::make_shared<TranslationService::Job>();
+      Reply reply;
+      const bool queued = self->server_.service.begin(body->data, *job, reply);
+      body->release();
+      auto ex = self->stream_.get_executor();
+      if (!queued) {
+        asio::post(ex, [self, reply = std::move(reply)]() mutable { self->answer(std::move(reply), true); });
+        return;
+      }
+      // Posted before the callback is set, so that the loop sees the wait begin before it ends.
+      asio::post(ex, [self, job] { self->wait_for(job); });
+      std::weak_ptr<Session> weak = self;
+      job->ticket->on_done([weak, job, ex] {
+        if (auto s = weak.lock()) asio::post(ex, [s, job] { s->translated(job); });
+      });
+    });
+  }
+
+  void wait_for(const std::shared_ptr<TranslationService::Job>& job) {
+    if (state_ == State::closed) {
+      server_.service.abandon(*job);
+      return;
+    }
+    if (job->settled) return;  // already answered
+    job_ = job;
+    probed_ = false;
+    watch();
+  }
+
+  void watch() {
+    watch_.expires_after(kWatch);
+    watch_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->state_ == State::closed || !self->job_) return;
+      if (self->client_gone()) return self->close("client_gone");
+      self->watch();
+    });
+  }
+
+  // A reset (or a socket closed by the peer and then written to) is gone; bytes of a next request or a mere end
+  // of the client's sending (a half-close) are not. A closed socket and a half-closed one look alike until
+  // written to, so the first time the end is seen an interim "100 Continue" is sent (every HTTP/1.1 client
+  // skips 1xx answers): a client that only half-closed reads it, a closed socket answers it with a reset.
+  bool client_gone() {
+    const int fd = stream_.socket().native_handle();
+    tcp_info info{};
+    socklen_t len = sizeof info;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_INFO, &info, &len) == 0 && info.tcpi_state == TCP_CLOSE) return true;
+    char c;
+    const ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n > 0) return false;
+    if (n == 0) {
+      if (!probed_) {
+        probed_ = true;
+        static const char kProbe[] = "HTTP/1.1 100 Continue\r\n\r\n";
+        if (send(fd, kProbe, sizeof kProbe - 1, MSG_NOSIGNAL | MSG_DONTWAIT) < 0 && errno != EAGAIN) return true;
+      }
+      return false;
+    }
+    return errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR;
+  }
+
+  void translated(const std::shared_ptr<TranslationService::Job>& job) {
+    if (state_ == State::closed || job_ != job) return;
+    job_.reset();
+    watch_.cancel();
+    Reply r = server_.service.finish(*job);
+    if (r.status == 0) return;
+    answer(std::move(r), true);
+  }
+
+  // Writes `r`; the connection stays open for the next request when the client and the limits allow it.
+  void answer(Reply r, bool counted = false) {
+    if (!counted) server_.service.count(r, arrived_);
+    server_.active_since_trim = true;
+    set_busy();
+    const bool whole = parser_ && parser_->is_done();  // otherwise an unread body follows: no next request
+    const bool keep = whole && keep_alive_ && server_.accepting && served_ < server_.cfg.max_keep_alive_requests;
+    res_ = {};
+    res_.version(11);
+    res_.result(static_cast<unsigned>(r.status));
+    res_.set(http::field::content_type, r.content_type);
+    if (r.retry_after > 0) res_.set(http::field::retry_after, std::to_string(r.retry_after));
+    if (!r.allow.empty()) res_.set(http::field::allow, r.allow);
+    if (!r.www_authenticate.empty()) res_.set(http::field::www_authenticate, r.www_authenticate);
+    if (!r.accept_encoding.empty()) res_.set(http::field::accept_encoding, r.accept_encoding);
+    res_.body() = std::move(r.body);
+    res_.keep_alive(keep);
+    res_.prepare_payload();
+    if (head_) res_.body().clear();  // HEAD: the GET answer's headers, Content-Length included, no body
+    stream_.expires_after(seconds(server_.cfg.write_timeout_s));
+    http::async_write(stream_, res_, [self = shared_from_this(), keep](beast::error_code ec, std::size_t) {
+      if (self->state_ == State::closed) return;
+      if (ec) return self->close(ec == beast::error::timeout ? "write_timeout" : "error");
+      self->res_ = {};
+      if (keep) return self->read_request();
+      self->linger();
+    });
+  }
+
+  // Ends our side, then reads and drops what the client still sends for up to kLinger (until it closes).
+  void linger() {
+    set_idle(State::lingering);
+    list();
+    beast::error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    stream_.expires_after(kLinger);
+    drain();
+  }
+  void drain() {
+    stream_.async_read_some(asio::buffer(server_.scratch),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t) {
+                              if (self->state_ == State::closed) return;
+                              if (ec) return self->close("done");
+                              self->drain();
+                            });
+  }
+
+  HttpServer::Impl& server_;
+  beast::tcp_stream stream_;
+  beast::flat_buffer buffer_;
+  std::optional<http::request_parser<BudgetedBody>> parser_;
+  http::response<http::string_body> res_;
+  asio::steady_timer watch_;
+  State state_ = State::reading;
+  std::list<Session*>::iterator place_;
+  bool listed_ = false;
+  int served_ = 0;
+  bool head_ = false, keep_alive_ = false, probed_ = false;
+  Clock::time_point arrived_ = Clock::now();
+  std::shared_ptr<TranslationService::Job> job_;
+};
+
+}  // namespace
+
+void HttpServer::Impl::accept() {
+  acceptor.async_accept(io, [this](beast::error_code ec, tcp::socket socket) { on_accept(ec, std::move(socket)); });
+}
+
+void HttpServer::Impl::on_accept(beast::error_code ec, tcp::socket socket) {
+  if (!accepting || !acceptor.is_open()) return;
+  if (ec) {
+    // Out of descriptors (or another passing failure): try again shortly rather than spin.
+    spdlog::warn("accepting a connection failed: {}", ec.message());
+    accept_retry.expires_after(std::chrono::milliseconds(50));
+    accept_retry.async_wait([this](beast::error_code e) {
+      if (!e) accept();
+    });
+    return;
+  }
+  socket.set_option(tcp::no_delay(true), ec);  // answers are small: Nagle + delayed ACKs would add 40 ms to each
+  if (static_cast<int>(sessions.size()) >= max_connections) {
+    if (waiting.empty()) {
+      refuse(socket);
+      accept();
+      return;
+    }
+    waiting.front()->close("evicted");
+  }
+  std::make_shared<Session>(*this, std::move(socket))->start();
+  accept();
+}
+
+// Every connection has a request in flight: this one is told so, without reading its request.
+void HttpServer::Impl::refuse(tcp::socket& socket) {
+  const int fd = socket.native_handle();
+  if (send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+    // Nothing to do: the connection is closed either way.
+  }
+  beast::error_code ec;
+  socket.shutdown(tcp::socket::shutdown_send, ec);
+  socket.close(ec);
+  service.connection_opened();
+  service.connection_closed("refused");
+}
+
+// glibc keeps freed memory (and parla's executables tell it to, for decoding speed: runtime::tune_process), so
+// after a burst of large requests the server would hold its peak for good. Once no request is in flight, what
+// is free is given back.
+void HttpServer::Impl::schedule_trim() {
+  trim_timer.expires_after(std::chrono::seconds(1));
+  trim_timer.async_wait([this](beast::error_code ec) {
+    if (ec) return;
+    if (busy == 0 && active_since_trim) {
+      active_since_trim = false;
+#ifdef __GLIBC__
+      asio::post(*pool, [] { malloc_trim(0); });
+#endif
+    }
+    schedule_trim();
+  });
+}
+
 HttpServer::HttpServer(TranslationService& service, const ServeConfig& cfg)
-    : impl_(std::make_unique<Impl>(service, cfg)) {
-  impl_->routes();
+    : impl_(std::make_shared<Impl>(service, cfg)) {
+  // Connections need descriptors: the soft limit is raised to the hard one, and the connection limit fits it.
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) == 0 && lim.rlim_cur < lim.rlim_max) {
+    lim.rlim_cur = lim.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &lim);
+    getrlimit(RLIMIT_NOFILE, &lim);
+  }
+  impl_->max_connections = cfg.max_connections;
+  const auto fit = static_cast<long long>(lim.rlim_cur) - kReservedDescriptors;
+  if (lim.rlim_cur != RLIM_INFINITY && fit < impl_->max_connections) {
+    impl_->max_connections = static_cast<int>(std::max<long long>(1, fit));
+    spdlog::warn("serve.max_connections lowered from {} to {}: the file-descriptor limit is {} (ulimit -n)",
+                 cfg.max_connections, impl_->max_connections, static_cast<long long>(lim.rlim_cur));
+  }
+  Reply busy = TranslationService::overloaded(
+      "the server has its limit of " + std::to_string(impl_->max_connections) +
+      " connections open, each with a request in flight (serve.max_connections); retry later");
+  impl_->refusal = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+                   "Connection: close\r\nContent-Length: " +
+                   std::to_string(busy.body.size()) + "\r\n\r\n" + busy.body;
 }
 
 HttpServer::~HttpServer() { stop(); }
 
+int HttpServer::max_connections() const { return impl_->max_connections; }
+
 int HttpServer::bind() {
   const auto& c = impl_->cfg;
-  errno = 0;
-  int port = c.port;
-  bool ok;
-  if (c.port == 0) {
-    port = impl_->server.bind_to_any_port(c.host);
-    ok = port > 0;
-  } else {
-    ok = impl_->server.bind_to_port(c.host, c.port);
-  }
-  if (ok && !impl_->server.deepen_backlog(c.threads)) ok = false;
-  if (!ok) {
-    const int err = errno;
+  beast::error_code ec;
+  auto fail = [&](const std::string& why) {
     throw DataError("cannot listen on " + c.host + ":" + std::to_string(c.port) +
-                    " (serve.host, serve.port: --host, --port): " +
-                    (err != 0 ? std::string(std::strerror(err)) : std::string("the address cannot be bound")));
+                    " (serve.host, serve.port: --host, --port): " + why);
+  };
+  tcp::resolver resolver(impl_->io);
+  auto found = resolver.resolve(c.host, std::to_string(c.port), tcp::resolver::passive, ec);
+  if (ec || found.empty()) fail(ec ? ec.message() : "the address cannot be resolved");
+  const tcp::endpoint at = found.begin()->endpoint();
+  auto& a = impl_->acceptor;
+  a.open(at.protocol(), ec);
+  if (!ec) a.set_option(tcp::acceptor::reuse_address(true), ec);  // a restart over TIME_WAIT; not SO_REUSEPORT
+  if (!ec) a.bind(at, ec);
+  if (!ec) a.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) {
+    const std::string why = ec == asio::error::address_in_use ? std::string(std::strerror(EADDRINUSE)) : ec.message();
+    a.close(ec);
+    fail(why);
   }
-  return port;
+  return a.local_endpoint().port();
 }
 
 void HttpServer::start() {
-  impl_->thread = std::thread([this] {
-    impl_->server.listen_after_bind();
-    impl_->finished = true;
+  auto& i = *impl_;
+  i.pool.emplace(static_cast<size_t>(std::max(1, i.cfg.threads)));
+  i.accept();
+  i.schedule_trim();
+  i.loop = std::thread([&i] { i.io.run(); });
+}
+
+void HttpServer::stop_accepting() {
+  auto& i = *impl_;
+  if (!i.loop.joinable()) return;
+  asio::post(i.io, [&i] {
+    i.accepting = false;
+    beast::error_code ec;
+    i.acceptor.close(ec);
+    std::vector<Session*> idle(i.waiting.begin(), i.waiting.end());
+    for (Session* s : idle) s->close("stopping");
   });
 }
 
+bool HttpServer::wait_closed(std::chrono::duration<double> limit) {
+  auto& i = *impl_;
+  std::unique_lock<std::mutex> lock(i.count_mutex);
+  return i.count_changed.wait_for(lock, limit, [&] { return i.open == 0; });
+}
+
 void HttpServer::stop() {
-  if (!impl_->thread.joinable()) return;
-  // listen_after_bind may not have entered its loop yet, and stop() does nothing before it has.
-  for (int i = 0; i < 5000 && !impl_->server.is_running() && !impl_->finished; ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  impl_->server.stop();
-  impl_->thread.join();
+  auto& i = *impl_;
+  if (!i.loop.joinable()) return;
+  std::promise<void> closed;
+  auto done = closed.get_future();
+  asio::post(i.io, [&i, &closed] {
+    i.accepting = false;
+    beast::error_code ec;
+    i.acceptor.close(ec);
+    i.accept_retry.cancel();
+    i.trim_timer.cancel();
+    std::vector<Session*> all(i.sessions.begin(), i.sessions.end());
+    for (Session* s : all) s->close("stopping");
+    closed.set_value();
+  });
+  done.wait_for(std::chrono::seconds(2));
+  i.io.stop();
+  i.loop.join();
+  if (i.pool) i.pool->join();
 }
 
 }  // namespace parla::serve

@@ -1,9 +1,23 @@
 #pragma once
-// parla-serve's HTTP/1.1 endpoint: cpp-httplib (Debian's libcpp-httplib) moves the bytes, TranslationService
-// decides every answer. Each connection is served by one thread of a pool of serve.threads, which waits for its
-// request's sentences without holding a core (the decoding thread does the work), so serve.threads bounds the
-// requests in flight, not the batch. A client that closes its connection while waiting has its sentences that
-// are still queued dropped.
+// parla-serve's HTTP/1.1 endpoint, event-driven (Boost.Beast over Asio, header-only from Debian's libboost-dev):
+// one event-loop thread serves every connection, so connections cost a socket and a few hundred bytes rather
+// than a thread, and a thousand slow or idle clients do not keep a new one waiting. TranslationService decides
+// every answer; a small pool of serve.threads parses requests and encodes their sentences, and a request waits
+// for its translation without holding any thread (the decoding thread wakes it).
+//
+// What a client cannot do (issue 36), each bounded by a `serve` key:
+//   - hold the server with connections: serve.max_connections are open at most, and a new one beyond closes
+//     the one that has waited longest without a request in flight (503 only when all have one);
+//   - send slowly or not at all: serve.header_timeout_s for the headers (from the connection's start or its
+//     previous answer), serve.body_timeout_s for the body, serve.write_timeout_s for reading the answer;
+//   - send much: serve.max_header_bytes (431), serve.max_request_bytes for the decoded body whatever its
+//     transfer encoding (413; compressed bodies are refused with 415), serve.max_buffered_bytes for all bodies
+//     being received together (503);
+//   - keep the server from stopping: stop_accepting() closes every connection without a request in flight.
+// Pipelined requests are answered in order, one at a time. A client that half-closes after its request is
+// answered; one that closes entirely has its waiting sentences dropped (told apart by an interim
+// "100 Continue", which a half-closed client reads and a closed socket answers with a reset).
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -22,14 +36,22 @@ class HttpServer {
   // Binds serve.host:serve.port (port 0: any free port) and returns the port. DataError naming the address, the
   // keys and the system's reason when it cannot (a port in use, an unknown host).
   int bind();
-  // Serves on a background thread until stop().
+  // Serves on background threads until stop().
   void start();
-  // Stops accepting connections and returns once every request in flight is answered.
+  // Stops accepting and closes every connection without a request in flight; those with one are answered
+  // (with Connection: close) and then closed.
+  void stop_accepting();
+  // Waits until no connection is open, at most `limit`; true if none is.
+  bool wait_closed(std::chrono::duration<double> limit);
+  // Closes every connection, answered or not, and stops the threads.
   void stop();
+  // The connection limit in force: serve.max_connections, lowered to fit the file-descriptor limit.
+  int max_connections() const;
+
+  struct Impl;  // opaque (http_server.cpp; its connections use it too)
 
  private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+  std::shared_ptr<Impl> impl_;
 };
 
 }  // namespace parla::serve

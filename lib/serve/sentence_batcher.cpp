@@ -13,9 +13,28 @@ bool Ticket::wait_for(std::chrono::milliseconds timeout) {
   return done_.wait_for(lock, timeout, [&] { return remaining_ == 0 || !failure_.empty(); });
 }
 
+void Ticket::on_done(std::function<void()> done) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (remaining_ != 0 && failure_.empty()) {
+      if (!cancelled_) on_done_ = std::move(done);
+      return;
+    }
+  }
+  done();
+}
+
+std::function<void()> Ticket::take_callback_if_done() {
+  std::function<void()> f;
+  if (remaining_ == 0 || !failure_.empty()) f.swap(on_done_);
+  return f;
+}
+
 void Ticket::cancel() {
+  std::function<void()> dropped;
   std::lock_guard<std::mutex> lock(mutex_);
   cancelled_ = true;
+  dropped.swap(on_done_);  // destroyed after the lock is released (declared first)
 }
 
 bool Ticket::cancelled() const {
@@ -29,15 +48,25 @@ std::string Ticket::failure() const {
 }
 
 void Ticket::deliver(size_t index, std::vector<Translation> result) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  results_[index] = std::move(result);
-  if (--remaining_ == 0) done_.notify_all();
+  std::function<void()> callback;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    results_[index] = std::move(result);
+    if (--remaining_ == 0) done_.notify_all();
+    callback = take_callback_if_done();
+  }
+  if (callback) callback();
 }
 
 void Ticket::fail(const std::string& why) {
-  std::lock_guard<std::mutex> lock(mutex_);
-  if (failure_.empty()) failure_ = why;
-  done_.notify_all();
+  std::function<void()> callback;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (failure_.empty()) failure_ = why;
+    done_.notify_all();
+    callback = take_callback_if_done();
+  }
+  if (callback) callback();
 }
 
 SentenceBatcher::SentenceBatcher(const BatcherLimits& limits, BatchDecoder decoder, ServerMetrics* metrics)

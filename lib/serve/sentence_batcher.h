@@ -86,6 +86,11 @@ class Ticket {
   explicit Ticket(size_t sentences) : results_(sentences), remaining_(sentences) {}
   // True once every sentence has its result, or the ticket failed; waits at most `timeout`.
   bool wait_for(std::chrono::milliseconds timeout);
+  // Calls `done` once, when the ticket is done or failed (at once, in this thread, if it already is; otherwise in
+  // the decoding thread, which must not be held up: post the work elsewhere). The event-driven HTTP server waits
+  // this way, without a thread per request. A cancelled ticket drops its callback uncalled, so that a callback
+  // that owns the ticket's holder does not keep both alive.
+  void on_done(std::function<void()> done);
   // The client is gone: sentences not yet in a batch are dropped from the queue, results are discarded.
   void cancel();
   bool cancelled() const;
@@ -97,6 +102,8 @@ class Ticket {
   friend class SentenceBatcher;
   void deliver(size_t index, std::vector<Translation> result);
   void fail(const std::string& why);
+  // Under the lock: the callback to run (after unlocking) if the ticket has just become done.
+  std::function<void()> take_callback_if_done();
 
   mutable std::mutex mutex_;
   std::condition_variable done_;
@@ -104,6 +111,7 @@ class Ticket {
   size_t remaining_;
   bool cancelled_ = false;
   std::string failure_;
+  std::function<void()> on_done_;
 };
 
 class SentenceBatcher {

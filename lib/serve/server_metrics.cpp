@@ -59,6 +59,12 @@ void ServerMetrics::request_done(int status, double seconds) {
   latency_.observe(seconds);
 }
 
+void ServerMetrics::connection_closed(const std::string& reason) {
+  --connections_;
+  std::lock_guard<std::mutex> lock(mutex_);
+  ++closed_[reason];
+}
+
 void ServerMetrics::batch_decoded(size_t sentences, size_t requests, double seconds) {
   ++batches_;
   batch_sentences_.observe(static_cast<double>(sentences));
@@ -80,6 +86,17 @@ std::string ServerMetrics::render() const {
   {
     std::lock_guard<std::mutex> lock(mutex_);
     for (const auto& [code, n] : requests_) out << "parla_requests_total{code=\"" << code << "\"} " << n << '\n';
+  }
+  header(out, "parla_connections", "gauge", "Open client connections.");
+  out << "parla_connections " << connections_.load() << '\n';
+  header(out, "parla_connections_closed_total", "counter",
+         "Client connections closed, by reason (done, header_timeout, body_timeout, write_timeout, evicted: "
+         "closed to make room for a new one at serve.max_connections, refused: answered 503 at that limit, "
+         "client_gone, stopping, error).");
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (const auto& [reason, n] : closed_)
+      out << "parla_connections_closed_total{reason=\"" << reason << "\"} " << n << '\n';
   }
   header(out, "parla_requests_in_flight", "gauge", "Translation requests received and not yet answered.");
   out << "parla_requests_in_flight " << in_flight_.load() << '\n';

@@ -40,12 +40,18 @@ class ServerMetrics {
   void set_queue(size_t sentences) { queue_ = sentences; }
   void in_flight(int delta) { in_flight_ += delta; }
   void set_ready(bool ready) { ready_ = ready; }
+  // Connections: opened, and closed with a reason ("done", "header_timeout", "body_timeout", "write_timeout",
+  // "evicted", "refused", "client_gone", "stopping", "error").
+  void connection_opened() { ++connections_; }
+  void connection_closed(const std::string& reason);
 
   std::string render() const;
 
  private:
   mutable std::mutex mutex_;
   std::map<int, uint64_t> requests_;  // by status code
+  std::map<std::string, uint64_t> closed_;  // connections closed, by reason
+  std::atomic<int64_t> connections_{0};
   std::atomic<uint64_t> sentences_{0}, source_tokens_{0}, target_tokens_{0}, dropped_{0}, batches_{0};
   std::atomic<size_t> queue_{0};
   std::atomic<int64_t> in_flight_{0};

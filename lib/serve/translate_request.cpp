@@ -17,13 +17,23 @@ std::string a_type(const json& j) {
   return (t[0] == 'a' || t[0] == 'o' ? "an " : "a ") + t;
 }
 
+// A value as a message may show it: scalars as a short flat excerpt, containers by their type only. Printing a
+// client's value whole would echo up to a megabyte, and dump() recurses into nested arrays (100,000 levels
+// overflowed the stack).
+std::string describe(const json& j) {
+  if (j.is_structured()) return a_type(j);
+  return a_type(j) + " (" + excerpt(j.dump(-1, ' ', false, json::error_handler_t::replace)) + ")";
+}
+
+struct TooDeep {};
+
 // Reads an optional integer field in [lo, hi].
 bool read_int(const json& j, const char* key, int lo, int hi, const std::string& hi_reason, int& out,
               RequestError& error) {
   auto it = j.find(key);
   if (it == j.end()) return true;
   if (!it->is_number_integer()) {
-    error = bad(std::string("\"") + key + "\" must be an integer, got " + it->dump());
+    error = bad(std::string("\"") + key + "\" must be an integer, got " + describe(*it));
     return false;
   }
   const auto v = it->get<int64_t>();
@@ -49,9 +59,21 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
   }
   json j;
   try {
-    j = json::parse(body);
+    // The depth is bounded as the parser goes (its callback sees every container open), so no later step, and no
+    // destructor, meets a deeper value than kMaxJsonDepth.
+    j = json::parse(body, [](int depth, json::parse_event_t event, json&) {
+      if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
+          depth >= kMaxJsonDepth)
+        throw TooDeep{};
+      return true;
+    });
+  } catch (const TooDeep&) {
+    error = bad("the request body nests arrays or objects deeper than " + std::to_string(kMaxJsonDepth) +
+                " levels (a request has two)");
+    return false;
   } catch (const json::exception& e) {
-    error = bad(std::string("the request body is not valid JSON: ") + e.what());
+    // nlohmann's message quotes the token it stopped at, which can be a whole unterminated string.
+    error = bad(std::string("the request body is not valid JSON: ") + excerpt(e.what(), 240));
     return false;
   }
   if (!j.is_object()) {
@@ -61,7 +83,7 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
   for (const auto& item : j.items()) {
     const auto& k = item.key();
     if (k != "text" && k != "texts" && k != "beam_size" && k != "n_best") {
-      error = bad("unknown field \"" + k + "\" (known: text, texts, beam_size, n_best)");
+      error = bad("unknown field \"" + excerpt(k) + "\" (known: text, texts, beam_size, n_best)");
       return false;
     }
   }
@@ -162,6 +184,14 @@ std::string format_translate_response(const TranslateRequest& request,
   // Invalid UTF-8 cannot reach here (requests are validated and SentencePiece decodes to valid UTF-8); replace
   // rather than throw if it ever did.
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string excerpt(const std::string& s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t cut = max_bytes;
+  // Back to the start of a UTF-8 character (continuation bytes are 10xxxxxx).
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut) + "... (" + std::to_string(s.size()) + " bytes)";
 }
 
 std::string error_body(const std::string& message) {

@@ -39,8 +39,11 @@ struct TranslateRequest {
   int n_best = 1;
 };
 
+// Arrays and objects nested deeper than this are refused while parsing (400); a valid request nests two.
+constexpr int kMaxJsonDepth = 16;
+
 // Parses `body`. Returns false and fills `error` for anything that is not a valid request: a body that is not
-// UTF-8 or not JSON, not an object, without "text"/"texts" or with both, a wrong type, an unknown key, a beam or
+// UTF-8 or not JSON, nested deeper than kMaxJsonDepth, not an object, without "text"/"texts" or with both, a wrong type, an unknown key, a beam or
 // n-best out of range (400), more than max_sentences lines (413).
 bool parse_translate_request(const std::string& body, const RequestLimits& limits, TranslateRequest& out,
                              RequestError& error);
@@ -53,6 +56,10 @@ using Translation = decode::Translation;
 // multi-line text joins the k-th hypotheses of its lines and sums their scores.
 std::string format_translate_response(const TranslateRequest& request,
                                       const std::vector<std::vector<Translation>>& per_line);
+
+// At most `max_bytes` of `s` (cut at a character boundary), marked when cut: what an error message may quote of
+// a client's bytes (a field name, a path, a value).
+std::string excerpt(const std::string& s, size_t max_bytes = 48);
 
 // {"error": message} (the body of every 4xx and 5xx answer).
 std::string error_body(const std::string& message);

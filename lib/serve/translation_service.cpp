@@ -57,15 +57,50 @@ Reply TranslationService::metrics() const {
 }
 
 Reply TranslationService::not_found(const std::string& path) {
-  return error_reply(404, "no such route: " + path + " (routes: POST /translate, GET /health, GET /metrics)");
+  return error_reply(404, "no such route: " + excerpt(path) +
+                              " (routes: POST /translate, GET /health, GET /metrics)");
 }
 
 Reply TranslationService::method_not_allowed(const std::string& method, const std::string& path,
                                              const std::string& allow) {
-  Reply r = error_reply(405, method + " is not allowed on " + path + " (allowed: " + allow + ")");
+  Reply r = error_reply(405, excerpt(method) + " is not allowed on " + path + " (allowed: " + allow + ")");
   r.allow = allow;
   return r;
 }
+
+Reply TranslationService::body_too_large(int64_t max_request_bytes) {
+  return error_reply(413, "the request body is larger than " + std::to_string(max_request_bytes) +
+                              " bytes (serve.max_request_bytes)");
+}
+
+Reply TranslationService::header_too_large(int64_t max_header_bytes) {
+  return error_reply(431, "the request line and headers are larger than " + std::to_string(max_header_bytes) +
+                              " bytes (serve.max_header_bytes)");
+}
+
+Reply TranslationService::malformed(const std::string& reason) {
+  return error_reply(400, "the request cannot be read as HTTP/1.1: " + excerpt(reason, 120));
+}
+
+Reply TranslationService::unsupported_encoding(const std::string& encoding) {
+  Reply r = error_reply(415, "Content-Encoding \"" + excerpt(encoding) +
+                                 "\" is not accepted: send the body uncompressed (its size is bounded by "
+                                 "serve.max_request_bytes as it arrives)");
+  r.accept_encoding = "identity";
+  return r;
+}
+
+Reply TranslationService::unsupported_transfer(const std::string& encoding) {
+  return error_reply(501, "Transfer-Encoding \"" + excerpt(encoding) + "\" is not implemented (only chunked)");
+}
+
+Reply TranslationService::unauthorized() {
+  Reply r = error_reply(401, "missing or wrong API key: send \"Authorization: Bearer <key>\" (serve.api_key)");
+  r.www_authenticate = "Bearer";
+  return r;
+}
+
+Reply TranslationService::overloaded(const std::string& what) { return error_reply(503, what, 1); }
 
 bool TranslationService::begin(const std::string& body, Job& job, Reply& reply) {
   job.arrived = Clock::now();
@@ -99,6 +134,10 @@ bool TranslationService::begin(const std::string& body, Job& job, Reply& reply) 
     count(reply, job.arrived);
     return false;
   }
+  // The ids are all a waiting request needs (format_translate_response counts texts, it does not read them): a
+  // megabyte of text waiting in the queue would otherwise be held twice (texts and lines) until its answer.
+  std::vector<std::string>(job.request.texts.size()).swap(job.request.texts);
+  std::vector<std::string>().swap(job.request.lines);
   job.ticket = batcher->submit(std::move(sources), {job.request.beam_size, job.request.n_best});
   if (!job.ticket) {
     reply = error_reply(503, "the server is overloaded: the queue holds its limit of " +
@@ -113,6 +152,10 @@ bool TranslationService::begin(const std::string& body, Job& job, Reply& reply) 
 
 Reply TranslationService::finish(const Job& job) {
   Reply reply;
+  if (job.settled.exchange(true)) {
+    reply.status = 0;
+    return reply;
+  }
   const std::string failure = job.ticket->failure();
   if (!failure.empty()) {
     reply = error_reply(503, "translation failed: " + failure, 1);
@@ -125,8 +168,10 @@ Reply TranslationService::finish(const Job& job) {
 }
 
 void TranslationService::abandon(const Job& job) {
+  if (job.settled.exchange(true)) return;
   job.ticket->cancel();
   metrics_.in_flight(-1);
+  count(error_reply(499, "the client closed the connection before its answer"), job.arrived);
 }
 
 Reply TranslationService::translate(const std::string& body, const std::function<bool()>& client_gone,
@@ -137,9 +182,7 @@ Reply TranslationService::translate(const std::string& body, const std::function
   while (!job.ticket->wait_for(poll)) {
     if (client_gone && client_gone()) {
       abandon(job);
-      Reply gone = error_reply(499, "the client closed the connection before its answer");
-      count(gone, job.arrived);
-      return gone;
+      return error_reply(499, "the client closed the connection before its answer");
     }
   }
   return finish(job);

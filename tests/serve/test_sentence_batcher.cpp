@@ -311,3 +311,35 @@ TEST_CASE("the metrics are Prometheus text with cumulative histogram buckets") {
   CHECK_THAT(all, Catch::Contains("parla_requests_total{code=\"400\"} 1\n"));
   CHECK_THAT(all, Catch::Contains("# TYPE parla_request_duration_seconds histogram\n"));
 }
+
+TEST_CASE("a ticket calls its on_done once when done or failed, at once if it already is, never if cancelled") {
+  Recorder rec;
+  BatcherLimits limits;
+  limits.max_wait_ms = 0;
+  SentenceBatcher batcher(limits, rec.decoder());
+  std::atomic<int> calls{0};
+  auto t = batcher.submit(request(1, 5), {});
+  t->on_done([&] { ++calls; });
+  REQUIRE(t->wait_for(10s));
+  for (int i = 0; i < 100 && calls == 0; ++i) std::this_thread::sleep_for(1ms);
+  CHECK(calls == 1);
+  t->on_done([&] { calls += 10; });  // already done: called here
+  CHECK(calls == 11);
+
+  rec.hold = true;  // the decoder waits: the next request stays in the queue
+  auto blocker = batcher.submit(request(2, 1), {});
+  std::this_thread::sleep_for(20ms);
+  auto cancelled = batcher.submit(request(3, 2), {});
+  auto failed = batcher.submit(request(4, 2), {});
+  std::atomic<int> cancelled_calls{0}, failed_calls{0};
+  cancelled->on_done([&] { ++cancelled_calls; });
+  failed->on_done([&] { ++failed_calls; });
+  cancelled->cancel();
+  batcher.fail_waiting("drain timeout");
+  CHECK(failed_calls == 1);
+  CHECK(cancelled_calls == 0);
+  rec.hold = false;
+  REQUIRE(blocker->wait_for(10s));
+  batcher.stop();
+  CHECK(cancelled_calls == 0);
+}

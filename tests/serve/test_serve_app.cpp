@@ -439,3 +439,64 @@ TEST_CASE("parla-serve cuts lines at 256 pieces unless the user sets decoding.ma
              Catch::Contains("a request: " + std::to_string(huge.size()) +
                              " bytes, longer than the limit of 960 characters (decoding.max_input_chars)"));
 }
+
+TEST_CASE("with serve.api_key, /translate and /metrics need the bearer token (401 without), /health does not",
+          "[serve_app]") {
+  auto& f = fixture();
+  Server s({"-m", f.checkpoint, "-b", "3", "--set", "serve.api_key=s3cret"});
+  auto c = s.client();
+  const std::string body = json{{"text", f.lines[0]}}.dump();
+  for (const std::string token : {"", "Bearer wrong", "Bearer s3cre", "Bearer s3cret2", "s3cret"}) {
+    INFO("Authorization: " << token);
+    httplib::Headers h;
+    if (!token.empty()) h.emplace("Authorization", token);
+    auto res = c.Post("/translate", h, body, "application/json");
+    REQUIRE(res);
+    CHECK(res->status == 401);
+    CHECK(res->get_header_value("WWW-Authenticate") == "Bearer");
+    CHECK_THAT(json::parse(res->body)["error"].get<std::string>(), Catch::Contains("serve.api_key"));
+    auto m = c.Get("/metrics", h);
+    REQUIRE(m);
+    CHECK(m->status == 401);
+  }
+  const httplib::Headers ok{{"Authorization", "Bearer s3cret"}};
+  auto res = c.Post("/translate", ok, body, "application/json");
+  REQUIRE(res);
+  CHECK(res->status == 200);
+  CHECK(json::parse(res->body)["translation"] == f.reference[0]);
+  auto m = c.Get("/metrics", ok);
+  REQUIRE(m);
+  CHECK(m->status == 200);
+  CHECK_THAT(m->body, Catch::Contains("parla_requests_total{code=\"401\"} 10"));
+  auto h = c.Get("/health");
+  REQUIRE(h);
+  CHECK(h->status == 200);
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("HEAD gets GET's headers without a body, a compressed body is 415, a long header 431",
+          "[serve_app]") {
+  auto& f = fixture();
+  Server s({"-m", f.checkpoint, "--max-header-bytes", "1024"});
+  auto c = s.client();
+  auto head = c.Head("/health");
+  REQUIRE(head);
+  CHECK(head->status == 200);
+  CHECK(head->get_header_value("Content-Length") == "15");
+  CHECK(head->body.empty());
+  auto gz = c.Post("/translate", {{"Content-Encoding", "gzip"}}, std::string(100, 'x'), "application/json");
+  REQUIRE(gz);
+  CHECK(gz->status == 415);
+  CHECK(gz->get_header_value("Accept-Encoding") == "identity");
+  auto big = c.Get("/health", {{"X-Big", std::string(2000, 'a')}});
+  REQUIRE(big);
+  CHECK(big->status == 431);
+  CHECK_THAT(json::parse(big->body)["error"].get<std::string>(), Catch::Contains("serve.max_header_bytes"));
+  // Still serving, and each refusal is counted.
+  CHECK(post(s, {{"text", f.lines[1]}})["translation"] == f.reference[1]);
+  auto m = c.Get("/metrics");
+  REQUIRE(m);
+  CHECK_THAT(m->body, Catch::Contains("parla_requests_total{code=\"415\"} 1"));
+  CHECK_THAT(m->body, Catch::Contains("parla_requests_total{code=\"431\"} 1"));
+  CHECK(s.stop() == 0);
+}

@@ -133,3 +133,45 @@ TEST_CASE("the answer rejoins each text's lines and has the request's shape") {
   CHECK(j["translations"][0][1]["text"] == "A2\nB2");
   CHECK(j["translations"][0][1]["score"].get<double>() == Approx(-3.75));
 }
+
+TEST_CASE("a body nested deeper than kMaxJsonDepth is refused while parsing, whatever its depth") {
+  using parla::serve::kMaxJsonDepth;
+  for (int depth : {kMaxJsonDepth + 1, 1000, 100000}) {
+    INFO("depth " << depth);
+    const std::string body =
+        R"({"text": "a", "beam_size": )" + std::string(static_cast<size_t>(depth), '[') +
+        std::string(static_cast<size_t>(depth), ']') + "}";
+    auto e = refusal(body);
+    CHECK(e.status == 400);
+    CHECK_THAT(e.message, Catch::Contains("deeper than " + std::to_string(kMaxJsonDepth)));
+    CHECK(e.message.size() < 200);
+  }
+  // Just within the limit: parsed, then refused for its type, the value not printed.
+  const int inside = kMaxJsonDepth - 1;  // the object itself is the first level
+  auto e = refusal(R"({"text": "a", "beam_size": )" + std::string(static_cast<size_t>(inside), '[') +
+                   std::string(static_cast<size_t>(inside), ']') + "}");
+  CHECK(e.message == "\"beam_size\" must be an integer, got an array");
+}
+
+TEST_CASE("messages quote a client's bytes as a short excerpt, never whole") {
+  const std::string huge(100000, 'x');
+  auto key = refusal(R"({"text": "a", ")" + huge + R"(": 1})");
+  CHECK_THAT(key.message, Catch::Contains("unknown field \"xxx"));
+  CHECK_THAT(key.message, Catch::Contains("(100000 bytes)"));
+  CHECK(key.message.size() < 200);
+  auto value = refusal(R"({"text": "a", "beam_size": ")" + huge + R"("})");
+  CHECK(value.message.size() < 200);
+  CHECK_THAT(value.message, Catch::StartsWith("\"beam_size\" must be an integer, got a string (\"xxx"));
+  auto unterminated = refusal(R"({"text": ")" + huge);
+  CHECK_THAT(unterminated.message, Catch::Contains("not valid JSON"));
+  CHECK(unterminated.message.size() < 400);
+  // A cut never splits a UTF-8 character.
+  const std::string umlauts = [] {
+    std::string s;
+    for (int i = 0; i < 40; ++i) s += "\xC3\xBC";
+    return s;
+  }();
+  const std::string cut = parla::serve::excerpt(umlauts, 47);
+  CHECK(cut.substr(0, 46) == umlauts.substr(0, 46));
+  CHECK(cut.substr(46, 4) == "... ");
+}

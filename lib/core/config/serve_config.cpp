@@ -46,12 +46,46 @@ const config::SectionSchema<ServeConfig>& ServeConfig::schema() {
           "Largest beam_size a request may ask for (400 beyond); requests without one use decoding.beam_size.",
           at_least(1)).flag("--max-beam-size");
     s.add("threads", &ServeConfig::threads,
-          "Connection threads: requests handled at once (each waits for its sentences without holding a core).",
-          at_least(1)).flag("--connection-threads");
+          "Threads that parse requests and encode their sentences. Connections do not take threads: one "
+          "event-loop thread serves all of them (up to serve.max_connections), and each request waits for its "
+          "sentences without holding a thread (the decoding thread does the work).",
+          at_least(1)).flag("--request-threads,--connection-threads");
     s.add("drain_timeout_s", &ServeConfig::drain_timeout_s,
-          "On SIGTERM or SIGINT the server stops accepting and gives requests in flight this many seconds to "
-          "finish, then exits 0.",
+          "On SIGTERM or SIGINT the server stops accepting, closes connections that have no request in flight, "
+          "and gives requests in flight this many seconds to finish (then answers what still waits with 503); it "
+          "exits 0 within this time plus one second, whatever its clients do.",
           at_least(0)).flag("--drain-timeout");
+    s.add("max_connections", &ServeConfig::max_connections,
+          "Open connections at most (lowered to fit the process's file-descriptor limit, with a warning). A new "
+          "connection beyond it closes the connection that has waited longest without a request in flight (idle, "
+          "or still sending its request); when every connection has a request in flight, the new one is answered "
+          "503 with Retry-After and closed.",
+          at_least(1)).flag("--max-connections");
+    s.add("max_header_bytes", &ServeConfig::max_header_bytes,
+          "Largest request line and header fields together, in bytes (431 beyond): bounds header lines and their "
+          "number.",
+          at_least(256)).flag("--max-header-bytes");
+    s.add("max_buffered_bytes", &ServeConfig::max_buffered_bytes,
+          "Request body bytes held in memory at once across all connections, from their arrival until they are "
+          "parsed; a request that would exceed it is answered 503 with Retry-After.",
+          at_least(1024)).flag("--max-buffered-bytes");
+    s.add("header_timeout_s", &ServeConfig::header_timeout_s,
+          "Seconds from a connection's start, or from its previous answer, to the end of its next request's "
+          "headers; then the connection is closed (slow and idle clients alike).",
+          at_least(0.01)).flag("--header-timeout");
+    s.add("body_timeout_s", &ServeConfig::body_timeout_s,
+          "Seconds to receive a request's whole body once its headers are in; then the connection is closed.",
+          at_least(0.01)).flag("--body-timeout");
+    s.add("write_timeout_s", &ServeConfig::write_timeout_s,
+          "Seconds to write an answer; a client that does not read it in that time is disconnected.",
+          at_least(0.01)).flag("--write-timeout");
+    s.add("max_keep_alive_requests", &ServeConfig::max_keep_alive_requests,
+          "Requests served on one keep-alive connection; the answer to the last says Connection: close.",
+          at_least(1)).flag("--max-keep-alive-requests");
+    s.add("api_key", &ServeConfig::api_key,
+          "When not empty, POST /translate and GET /metrics need the header \"Authorization: Bearer <api_key>\" "
+          "(compared in constant time; 401 without it); GET /health stays open for load balancers. Give it in "
+          "a config file rather than with --set, which other users can read in the process list.");
     return s;
   }();
   return s;

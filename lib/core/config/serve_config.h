@@ -20,8 +20,17 @@ struct ServeConfig {
   int max_request_bytes = 1 << 20; // request body limit (413 beyond)
   int max_sentences = 1024;        // sentences (lines of all texts) per request (413 beyond)
   int max_beam_size = 10;          // the largest "beam_size" a request may ask for (400 beyond)
-  int threads = 128;               // connection threads, i.e. requests handled at once
+  int threads = 2;                 // threads that parse requests and encode their sentences (not connections)
   double drain_timeout_s = 30;     // on SIGTERM/SIGINT: time given to requests in flight before exiting
+  // Hostile clients (issue 36): connections are cheap, but bounded in number, time and bytes.
+  int max_connections = 10000;     // open connections; beyond, the oldest idle or slow one is closed (or 503)
+  int max_header_bytes = 8192;     // request line and header fields together (431 beyond)
+  int max_buffered_bytes = 256 << 20;  // request bodies held in memory at once, all connections (503 beyond)
+  double header_timeout_s = 10;    // from a connection's start (or its previous answer) to the end of the headers
+  double body_timeout_s = 30;      // to receive a body once its headers are in
+  double write_timeout_s = 30;     // to write an answer (a client that does not read it is dropped)
+  int max_keep_alive_requests = 1000;  // requests on one connection before the server closes it
+  std::string api_key;             // when set: requests must carry "Authorization: Bearer <api_key>" (401 without)
 
   static const config::SectionSchema<ServeConfig>& schema();
 };

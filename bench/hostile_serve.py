@@ -1,0 +1,635 @@
+#!/usr/bin/env python3
+"""parla-serve against hostile clients (issue 36), on loopback only, every loop bounded in time and size.
+
+Starts parla-serve (--port 0), then runs each attack while a probe opens a fresh connection every
+--probe-interval seconds and asks GET /health and POST /translate (one short sentence). For each attack it checks
+that the server lives, that every probe was answered and how fast (--probe-ms, 100 by default, for /health), that
+the attack itself got the answer it should, and that the resident memory stayed within --rss-mb of what it was
+before the attack and came back down afterwards (VmRSS from /proc). A last step sends SIGTERM while slow
+connections are open and checks exit 0 within the drain timeout plus one second.
+
+    python3 bench/hostile_serve.py --bin build/bin/parla-serve \
+        -m ../shared/models/multi30k-en-de-small/average.pt -c ../shared/models/multi30k-en-de-small/config.json \
+        [--attacks deep-json,slowloris,...] [--connections 10000] [--seconds 20] [--expect new|old]
+
+--expect old describes today's failures instead of asserting (run against an old binary to reproduce them).
+Exit status: 0 when every check held, 1 when one failed (each failure is printed), 2 for a usage error.
+The fast subset runs in CTest (tests/serve/test_serve_hostile_clients.cpp, --quick); the long run's figures are in
+docs/BENCHMARKS.md.
+"""
+import argparse
+import gzip
+import json
+import multiprocessing
+import os
+import re
+import resource
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+TCP_CLOSE, TCP_CLOSE_WAIT = 7, 8  # tcp_info.tcpi_state (linux/tcp.h)
+ATTACKS = ["deep-json", "slowloris", "idle", "long-word", "gzip-bomb", "chunked-bomb", "many-headers",
+           "long-header", "pipeline", "half-close", "slow-reader", "mid-body-disconnect", "sigterm"]
+
+
+def log(*a):
+    print(*a, flush=True)
+
+
+class Server:
+    def __init__(self, args):
+        self.args = args
+        self.log_file = tempfile.NamedTemporaryFile(prefix="hostile-serve-", suffix=".err", delete=False)
+        cmd = [args.bin, "--port", "0", "-m", args.model, "--drain-timeout", str(args.drain)]
+        if args.config:
+            cmd += ["-c", args.config]
+        cmd += args.server_args
+        limit = args.server_memory_gb << 30
+
+        def limits():  # the old server's bombs must fail inside it, not take the machine down
+            resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+        self.proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=self.log_file, stdin=subprocess.DEVNULL,
+                                     preexec_fn=limits)
+        self.port = 0
+        end = time.monotonic() + 120
+        while time.monotonic() < end:
+            text = self.text()
+            m = re.search(r"listening on http://[0-9.]+:([0-9]+)", text)
+            if m and "ready:" in text:
+                self.port = int(m.group(1))
+                return
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise SystemExit("parla-serve did not start:\n" + self.text())
+
+    def text(self):
+        with open(self.log_file.name, errors="replace") as f:
+            return f.read()
+
+    def alive(self):
+        return self.proc.poll() is None
+
+    def status_kb(self, key):
+        try:
+            with open(f"/proc/{self.proc.pid}/status") as f:
+                for line in f:
+                    if line.startswith(key + ":"):
+                        return int(line.split()[1])
+        except OSError:
+            pass
+        return 0
+
+    def rss_mb(self):
+        return self.status_kb("VmRSS") / 1024
+
+    def exit_description(self):
+        rc = self.proc.poll()
+        if rc is None:
+            return "running"
+        return f"exit {rc}" if rc >= 0 else f"killed by signal {-rc}"
+
+    def stop(self):
+        if self.alive():
+            self.proc.send_signal(signal.SIGKILL)
+            self.proc.wait()
+        os.unlink(self.log_file.name)
+
+
+def connect(port, timeout=2.0):
+    s = socket.create_connection(("127.0.0.1", port), timeout=timeout)
+    s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    return s
+
+
+def read_responses(sock, count=None, deadline=2.0):
+    """Reads HTTP/1.1 responses until `count` final ones (1xx skipped) or the connection closes, within
+    `deadline` seconds. Returns [(status, headers, body)]."""
+    end = time.monotonic() + deadline
+    data = b""
+    out = []
+    closed = False
+    while True:
+        while True:  # parse what is there
+            head_end = data.find(b"\r\n\r\n")
+            if head_end < 0:
+                break
+            head = data[:head_end].decode("latin-1").split("\r\n")
+            m = re.match(r"HTTP/1\.[01] (\d{3})", head[0])
+            if not m:
+                raise ValueError("not an HTTP response: " + head[0][:80])
+            status = int(m.group(1))
+            headers = {}
+            for h in head[1:]:
+                k, _, v = h.partition(":")
+                headers[k.strip().lower()] = v.strip()
+            length = int(headers.get("content-length", "0")) if status >= 200 else 0
+            if len(data) < head_end + 4 + length:
+                break
+            body = data[head_end + 4:head_end + 4 + length]
+            data = data[head_end + 4 + length:]
+            if status >= 200:
+                out.append((status, headers, body))
+            if count is not None and len(out) >= count:
+                return out
+        if closed:
+            return out
+        left = end - time.monotonic()
+        if left <= 0:
+            return out
+        sock.settimeout(left)
+        try:
+            chunk = sock.recv(65536)
+        except (socket.timeout, ConnectionError, OSError):
+            return out
+        if not chunk:
+            closed = True
+        data += chunk
+
+
+def request(port, method, path, body=b"", headers=(), timeout=2.0):
+    """One request on a fresh connection; (status or None, body, seconds)."""
+    t0 = time.monotonic()
+    try:
+        s = connect(port, timeout)
+    except OSError:
+        return None, b"", time.monotonic() - t0
+    try:
+        head = f"{method} {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n"
+        for h in headers:
+            head += h + "\r\n"
+        if body or method == "POST":
+            head += f"Content-Length: {len(body)}\r\nContent-Type: application/json\r\n"
+        s.sendall(head.encode() + b"\r\n" + body)
+        r = read_responses(s, 1, timeout - (time.monotonic() - t0))
+    except OSError:
+        r = []
+    finally:
+        s.close()
+    if not r:
+        return None, b"", time.monotonic() - t0
+    return r[0][0], r[0][2], time.monotonic() - t0
+
+
+class Probe:
+    """A fresh client every `interval` seconds: GET /health, then POST /translate; latencies in seconds (None: no
+    answer within 2 s). Also samples the server's RSS. It runs in a process of its own, so that the attacker's
+    work in this one (compressing a bomb, filling sockets) does not delay it and count as the server's."""
+
+    def __init__(self, server, interval):
+        self.server, self.interval = server, interval
+        self.health, self.translate, self.rss = [], [], []
+        self.stopping = multiprocessing.Event()
+        self.results = multiprocessing.Queue()
+        self.process = multiprocessing.Process(target=self.run, daemon=True)
+
+    def start(self):
+        self.process.start()
+
+    def run(self):
+        health, translate, rss = [], [], []
+        while not self.stopping.is_set():
+            status, _, t = request(self.server.port, "GET", "/health")
+            health.append(t if status == 200 else None)
+            status, _, t = request(self.server.port, "POST", "/translate", b'{"text": "A dog runs."}')
+            translate.append(t if status == 200 else None)
+            rss.append(self.server.rss_mb())
+            self.stopping.wait(self.interval)
+        self.results.put((health, translate, rss))
+
+    def stop(self):
+        self.stopping.set()
+        self.health, self.translate, self.rss = self.results.get(timeout=30)
+        self.process.join()
+
+
+def summary(values):
+    ok = [v for v in values if v is not None]
+    if not ok:
+        return f"0/{len(values)} answered"
+    return (f"{len(ok)}/{len(values)} answered, p50 {1e3 * statistics.median(ok):.1f} ms, "
+            f"max {1e3 * max(ok):.1f} ms")
+
+
+def raise_fd_limit():
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft < hard:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+
+
+# --- attacks: each returns (what happened, [failures]) and runs at most about args.seconds -------------------------
+
+def attack_deep_json(server, args):
+    depth = 100000
+    body = b'{"text": "A dog.", "beam_size": ' + b"[" * depth + b"]" * depth + b"}"
+    status, answer, _ = request(server.port, "POST", "/translate", body, timeout=30)
+    what = f"{depth}-deep array ({len(body) // 1000} KB): status {status}, answer {len(answer)} bytes"
+    fails = [] if status == 400 and len(answer) < 1000 else ["expected a short 400 answer"]
+    return what, fails
+
+
+def open_connections(port, n, deadline):
+    socks, failed = [], 0
+    end = time.monotonic() + deadline
+    while len(socks) + failed < n and time.monotonic() < end:
+        try:
+            socks.append(connect(port, 1.0))
+        except OSError:
+            failed += 1
+    return socks, failed
+
+
+def closed_by_server(s):
+    """True when the server has closed `s` (end of stream or reset) or answered on it."""
+    s.setblocking(False)  # else Python waits up to the socket's timeout for a byte
+    try:
+        return s.recv(1, socket.MSG_DONTWAIT | socket.MSG_PEEK) is not None
+    except BlockingIOError:
+        return False
+    except OSError:
+        return True
+
+
+def slowloris(server, args, n, hold_seconds, interval=3.0, payload=b"GET /health HTTP/1.1\r\nX-Slow: "):
+    """n connections, each sending one header byte every `interval` seconds (a header that never ends); those the
+    server closes are reopened. Returns (sockets still open, connect failures, closed by the server)."""
+    socks, failed = open_connections(server.port, n, 30)
+    sent = [0] * len(socks)
+    reopened = 0
+    end = time.monotonic() + hold_seconds
+    while True:
+        for i, s in enumerate(socks):
+            byte = payload[sent[i]:sent[i] + 1] or b"a"
+            try:
+                if closed_by_server(s):
+                    raise ConnectionResetError
+                s.setblocking(False)
+                s.send(byte)
+                sent[i] += 1
+            except OSError:
+                s.close()
+                reopened += 1
+                try:
+                    socks[i] = connect(server.port, 0.5)
+                    sent[i] = 0
+                except OSError:
+                    socks[i] = socket.socket()
+        if time.monotonic() >= end:
+            break
+        time.sleep(min(interval, max(0, end - time.monotonic())))
+    reopened += sum(closed_by_server(s) for s in socks)
+    return socks, failed, reopened
+
+
+def attack_slowloris(server, args):
+    socks, failed, reopened = slowloris(server, args, args.connections, args.seconds)
+    for s in socks:
+        s.close()
+    return (f"{args.connections} connections ({failed} could not connect) sending one header byte every 3 s for "
+            f"{args.seconds} s; {reopened} closed by the server and reopened"), []
+
+
+def attack_idle(server, args):
+    socks, failed = open_connections(server.port, args.connections, 30)
+    time.sleep(args.seconds)
+    for s in socks:
+        s.close()
+    return f"{len(socks)} silent connections ({failed} could not connect) held {args.seconds} s", []
+
+
+def concurrently(n, fn):
+    results = [None] * n
+    threads = [threading.Thread(target=lambda i=i: results.__setitem__(i, fn(i))) for i in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    return results
+
+
+def attack_long_word(server, args):
+    size = args.max_request_bytes - 64
+    body = b'{"text": "' + b"a" * size + b'"}'
+    statuses = concurrently(16, lambda i: request(server.port, "POST", "/translate", body, timeout=120)[0])
+    what = f"16 concurrent requests of one {size // 1024} KiB word: statuses {sorted(set(map(str, statuses)))}"
+    return what, [] if all(s == 200 for s in statuses) else ["every request should be answered 200"]
+
+
+BOMBS = {}  # inflated size -> gzip body, made before the attack's clock and probe start
+
+
+def make_bomb(inflated):
+    if inflated not in BOMBS:
+        BOMBS[inflated] = gzip.compress(b'{"text": "' + b"a" * inflated + b'"}', 9)
+    return BOMBS[inflated]
+
+
+def gzip_bomb(server, inflated):
+    body = make_bomb(inflated)
+    status, _, _ = request(server.port, "POST", "/translate", body, ["Content-Encoding: gzip"], timeout=60)
+    return len(body), status
+
+
+def bomb_sizes(args):
+    return (50 << 20,) if args.quick else (50 << 20, 400 << 20)
+
+
+def attack_gzip_bomb(server, args):
+    rows, fails = [], []
+    for inflated in bomb_sizes(args):
+        size, status = gzip_bomb(server, inflated)
+        rows.append(f"{size // 1000} KB inflating to {inflated >> 20} MB: status {status}")
+        if status not in (413, 415):
+            fails.append("a compressed body must be refused (413 or 415)")
+        if not server.alive():
+            break
+    return "; ".join(rows), fails
+
+
+def attack_chunked_bomb(server, args):
+    total = 0
+    status = None
+    limit = 100 << 20
+    try:
+        s = connect(server.port, 2)
+        s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n"
+                  b"Content-Type: application/json\r\n\r\n")
+        chunk = b"a" * 65536
+        frame = b"%x\r\n" % len(chunk) + chunk + b"\r\n"
+        end = time.monotonic() + args.seconds
+        s.sendall(b'5\r\n{"te:\r\n')  # not even JSON: the server must stop reading at the byte limit anyway
+        while total < limit and time.monotonic() < end:
+            s.sendall(frame)
+            total += len(chunk)
+    except OSError:
+        pass
+    try:
+        r = read_responses(s, 1, 5)
+        status = r[0][0] if r else None
+    except (OSError, ValueError):
+        pass
+    s.close()
+    what = f"chunked body, {total >> 20} MB sent before the server stopped reading: status {status}"
+    return what, [] if status == 413 else ["a chunked body over the limit must be answered 413"]
+
+
+def attack_many_headers(server, args):
+    n = 2100000
+    status, sent = None, 0
+    try:
+        s = connect(server.port, 2)
+        s.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n")
+        block = b"a:b\r\n" * 10000
+        end = time.monotonic() + args.seconds
+        while sent < n and time.monotonic() < end:
+            s.sendall(block)
+            sent += 10000
+        s.sendall(b"\r\n")
+    except OSError:
+        pass
+    try:
+        r = read_responses(s, 1, 5)
+        status = r[0][0] if r else None
+    except (OSError, ValueError):
+        pass
+    s.close()
+    what = f"{sent} short header lines sent before the server stopped reading: status {status}"
+    return what, [] if status == 431 else ["too many headers must be answered 431"]
+
+
+def attack_long_header(server, args):
+    status, _, _ = request(server.port, "GET", "/health", headers=["X-Long: " + "a" * (1 << 20)], timeout=10)
+    return f"one 1 MiB header line: status {status}", [] if status == 431 else ["expected 431"]
+
+
+def attack_pipeline(server, args):
+    rows, fails = [], []
+    for k in (2, 3, 10):
+        paths = ["/health", "/nowhere", "/metrics"] * 4
+        paths = paths[:k]
+        raw = b""
+        for i, p in enumerate(paths):
+            last = "Connection: close\r\n" if i == k - 1 else ""
+            raw += f"GET {p} HTTP/1.1\r\nHost: x\r\n{last}\r\n".encode()
+        s = connect(server.port)
+        s.sendall(raw)
+        statuses = [r[0] for r in read_responses(s, k, 5)]
+        s.close()
+        expected = [404 if p == "/nowhere" else 200 for p in paths]
+        rows.append(f"{k} GETs in one write: {len(statuses)} answers")
+        if statuses != expected:
+            fails.append(f"{k} pipelined GETs: statuses {statuses}, expected {expected} in order")
+    return "; ".join(rows), fails
+
+
+def attack_half_close(server, args):
+    body = b'{"text": "Two dogs play in the snow."}'
+    s = connect(server.port)
+    s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
+              % len(body) + body)
+    s.shutdown(socket.SHUT_WR)
+    r = read_responses(s, 1, 10)
+    s.close()
+    status = r[0][0] if r else None
+    ok = status == 200 and b"translation" in r[0][2]
+    return f"request sent, then shutdown(SHUT_WR): status {status}", [] if ok else ["expected the translation"]
+
+
+def attack_slow_reader(server, args):
+    """Asks for more than the socket buffers hold (2,000 pipelined GET /metrics, a few KB each) and reads the
+    answers one byte a second: the server's write must time out (serve.write_timeout_s), not wait forever."""
+    s = socket.socket()
+    s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 1024)
+    s.connect(("127.0.0.1", server.port))
+    s.setblocking(False)
+    pipeline = b"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n" * 2000
+    got, closed, sent = 0, False, 0
+    hold = max(args.seconds, 4)  # long enough to see a write timeout of a second or two
+    end = time.monotonic() + hold
+    while time.monotonic() < end and not closed:
+        if sent < len(pipeline):
+            try:
+                sent += s.send(pipeline[sent:sent + 65536])
+            except BlockingIOError:
+                pass
+            except OSError:
+                closed = True
+        try:
+            got += len(s.recv(1))
+        except BlockingIOError:
+            pass
+        except OSError:
+            closed = True
+        # Bytes already received are still read after the server's reset: the socket's state tells.
+        closed = closed or s.getsockopt(socket.IPPROTO_TCP, socket.TCP_INFO, 1)[0] in (TCP_CLOSE, TCP_CLOSE_WAIT)
+        time.sleep(1)
+    s.close()
+    return (f"asks for 2,000 answers, reads one byte a second: {got} bytes read in {hold} s" +
+            (", then the server closed it" if closed else "")), []
+
+
+def attack_mid_body_disconnect(server, args):
+    n = min(args.connections, 200)
+    half = b"a" * (args.max_request_bytes // 2)
+    for _ in range(n):
+        try:
+            s = connect(server.port, 1)
+            s.sendall(b"POST /translate HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n{\"text\": \""
+                      % args.max_request_bytes + half)
+            s.close()
+        except OSError:
+            pass
+    return f"{n} clients sent half of a {args.max_request_bytes // 1024} KiB body and closed", []
+
+
+ATTACK_FNS = {
+    "deep-json": attack_deep_json, "slowloris": attack_slowloris, "idle": attack_idle,
+    "long-word": attack_long_word, "gzip-bomb": attack_gzip_bomb, "chunked-bomb": attack_chunked_bomb,
+    "many-headers": attack_many_headers, "long-header": attack_long_header, "pipeline": attack_pipeline,
+    "half-close": attack_half_close, "slow-reader": attack_slow_reader,
+    "mid-body-disconnect": attack_mid_body_disconnect,
+}
+
+
+def run_sigterm(server, args):
+    """SIGTERM with slow connections open: exit 0 within the drain timeout plus one second."""
+    n = min(args.connections, 500)
+    holder = threading.Thread(target=lambda: slowloris(server, args, n, args.drain + 4), daemon=True)
+    holder.start()
+    time.sleep(min(3.0, 1 + n / 2000))
+    t0 = time.monotonic()
+    server.proc.send_signal(signal.SIGTERM)
+    try:
+        rc = server.proc.wait(timeout=args.drain + 30)
+    except subprocess.TimeoutExpired:
+        rc = None
+    took = time.monotonic() - t0
+    what = f"SIGTERM with {n} slow connections open: " + (
+        f"exit {rc} after {took:.2f} s" if rc is not None else f"still running after {took:.0f} s")
+    fails = [] if rc == 0 and took <= args.drain + 1 else [f"expected exit 0 within {args.drain + 1} s"]
+    return what, fails
+
+
+def main():
+    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--bin", default="build/bin/parla-serve")
+    p.add_argument("-m", "--model", required=True)
+    p.add_argument("-c", "--config", default="")
+    p.add_argument("--attacks", default=",".join(ATTACKS))
+    p.add_argument("--connections", type=int, default=10000, help="slow and idle connections (fd limit permitting)")
+    p.add_argument("--seconds", type=float, default=20, help="how long each slow attack lasts")
+    p.add_argument("--probe-interval", type=float, default=0.25)
+    p.add_argument("--probe-ms", type=float, default=100, help="a fresh /health must be answered within this")
+    p.add_argument("--rss-mb", type=float, default=512, help="RSS growth allowed during an attack")
+    p.add_argument("--drain", type=float, default=5, help="the server's --drain-timeout")
+    p.add_argument("--max-request-bytes", type=int, default=1 << 20, help="the server's serve.max_request_bytes")
+    p.add_argument("--max-sentences", type=int, default=1024)
+    p.add_argument("--server-memory-gb", type=int, default=12, help="RLIMIT_AS of the server process")
+    p.add_argument("--expect", choices=["new", "old"], default="new",
+                   help="old: report what happens without failing (today's server)")
+    p.add_argument("--quick", action="store_true",
+                   help="CTest's scale: at most 500 connections, 2 s per slow attack, the 50 MB gzip bomb only")
+    p.add_argument("server_args", nargs="*", help="after --: more parla-serve flags")
+    args = p.parse_args()
+    if args.quick:
+        args.connections = min(args.connections, 500)
+        args.seconds = min(args.seconds, 2)
+    fd_limit = raise_fd_limit()
+    if args.connections > fd_limit - 64:
+        log(f"note: the file-descriptor limit is {fd_limit}: {fd_limit - 64} connections instead of "
+            f"{args.connections}")
+        args.connections = fd_limit - 64
+    wanted = args.attacks.split(",")
+    unknown = [a for a in wanted if a not in ATTACKS]
+    if unknown:
+        p.error("unknown attacks: " + ", ".join(unknown))
+
+    if "gzip-bomb" in wanted:
+        for inflated in bomb_sizes(args):
+            make_bomb(inflated)
+    server = Server(args)
+    failures = []
+    log(f"parla-serve {args.bin} on port {server.port}, pid {server.proc.pid}; {args.connections} connections, "
+        f"{args.seconds} s per slow attack; CPU: {cpu_model()}")
+    try:
+        for name in wanted:
+            if not server.alive():
+                failures.append(f"{name}: not run, the server is gone ({server.exit_description()})")
+                continue
+            before = server.rss_mb()
+            if name == "sigterm":
+                what, fails = run_sigterm(server, args)
+                log(f"[{name}] {what}")
+                failures += [f"{name}: {f}" for f in fails]
+                continue
+            probe = Probe(server, args.probe_interval)
+            probe.start()
+            t0 = time.monotonic()
+            try:
+                what, fails = ATTACK_FNS[name](server, args)
+            except Exception as e:  # noqa: BLE001 - an attack that cannot run is a finding, not a crash of the tool
+                what, fails = f"the attack failed: {e!r}", [f"the attack failed: {e!r}"]
+            took = time.monotonic() - t0
+            time.sleep(max(0.0, 1.0 - took))  # at least a few probes during or right after short attacks
+            probe.stop()
+            time.sleep(1.5)  # memory given back after the burst
+            after = server.rss_mb()
+            peak = max([before, after] + probe.rss)
+            alive = server.alive()
+            log(f"[{name}] {what} ({took:.1f} s)")
+            log(f"    server {'alive' if alive else server.exit_description()}; RSS {before:.0f} MB before, "
+                f"{peak:.0f} MB peak, {after:.0f} MB after")
+            log(f"    fresh /health: {summary(probe.health)}; fresh /translate: {summary(probe.translate)}")
+            if not alive:
+                fails.append(f"the server died ({server.exit_description()})")
+            health_ok = [h for h in probe.health if h is not None]
+            if len(health_ok) < len(probe.health):
+                fails.append(f"{len(probe.health) - len(health_ok)} of {len(probe.health)} /health probes unanswered")
+            if health_ok and max(health_ok) * 1e3 > args.probe_ms:
+                fails.append(f"a /health probe took {1e3 * max(health_ok):.0f} ms (> {args.probe_ms:.0f})")
+            # Sixteen maximal requests are valid work that queues ahead of the probe (decoding is the bottleneck):
+            # there the probe must only be answered eventually, which the next attack's probes show.
+            if name != "long-word" and any(t is None for t in probe.translate):
+                fails.append("a /translate probe was not answered")
+            if peak - before > args.rss_mb:
+                fails.append(f"RSS grew by {peak - before:.0f} MB (> {args.rss_mb:.0f})")
+            if alive and after - before > args.rss_mb / 4:
+                fails.append(f"RSS stayed {after - before:.0f} MB above its level before the attack")
+            failures += [f"{name}: {f}" for f in fails]
+    finally:
+        server.stop()
+    if args.expect == "old":
+        log(f"{len(failures)} checks failed (expected against the old server):")
+        for f in failures:
+            log("  " + f)
+        return 0
+    if failures:
+        log("FAILED:")
+        for f in failures:
+            log("  " + f)
+        return 1
+    log("all checks held")
+    return 0
+
+
+def cpu_model():
+    try:
+        with open("/proc/cpuinfo") as f:
+            text = f.read()
+        model = re.search(r"model name\s*:\s*(.*)", text).group(1)
+        flags = re.search(r"flags\s*:\s*(.*)", text).group(1).split()
+        return f"{model}, {os.cpu_count()} cores, avx512f={'avx512f' in flags}"
+    except (OSError, AttributeError):
+        return "unknown"
+
+
+if __name__ == "__main__":
+    sys.exit(main())
