@@ -27,7 +27,7 @@ std::string npy(const std::string& dict, const std::string& data) {
   return out + header + data;
 }
 
-NpyArray parse(const std::string& b) { return parse_npy(reinterpret_cast<const uint8_t*>(b.data()), b.size()); }
+NpyArray parse_npy_bytes(const std::string& b) { return parse_npy(reinterpret_cast<const uint8_t*>(b.data()), b.size()); }
 
 std::string floats(int n) {
   std::string s(static_cast<size_t>(n) * 4, '\0');
@@ -42,7 +42,7 @@ std::string floats(int n) {
 
 TEST_CASE("a .npy array written by hand is read: type, shape and where its data starts") {
   const auto b = npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }", floats(6));
-  const auto a = parse(b);
+  const auto a = parse_npy_bytes(b);
   CHECK(a.dtype == DType::F32);
   CHECK(a.shape == std::vector<int64_t>{2, 3});
   CHECK(a.data_offset % 64 == 0);
@@ -50,7 +50,7 @@ TEST_CASE("a .npy array written by hand is read: type, shape and where its data 
   float last;
   std::memcpy(&last, b.data() + a.data_offset + 20, 4);
   CHECK(last == 5.5f);
-  const auto scalar = parse(npy("{'descr': '|i1', 'fortran_order': False, 'shape': (), }", "x"));
+  const auto scalar = parse_npy_bytes(npy("{'descr': '|i1', 'fortran_order': False, 'shape': (), }", "x"));
   CHECK(scalar.shape.empty());
   CHECK(scalar.dtype == DType::I8);
 }
@@ -72,7 +72,7 @@ TEST_CASE("a .npy header that lies, a big-endian or Fortran-ordered array, and a
   for (const auto& [bytes, says] : cases) {
     INFO(says);
     try {
-      parse(bytes);
+      parse_npy_bytes(bytes);
       FAIL("accepted");
     } catch (const parla::DataError& e) {
       CHECK_THAT(e.what(), Catch::Contains(says));

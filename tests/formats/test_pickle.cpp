@@ -26,7 +26,7 @@ const std::string kProto = "\x80\x02";
 // A TorchScript module object whose attribute dictionary is `items` (key, value instructions).
 std::string module(const std::string& items) { return global("__torch__", "Module") + ")\x81}(" + items + "ub"; }
 
-PickleTree parse(const std::string& p) { return parse_pickle(reinterpret_cast<const uint8_t*>(p.data()), p.size()); }
+PickleTree parse_pickle_bytes(const std::string& p) { return parse_pickle(reinterpret_cast<const uint8_t*>(p.data()), p.size()); }
 
 }  // namespace
 
@@ -39,7 +39,7 @@ TEST_CASE("a module with a string, an integer, a tensor and a sub-module is read
   const std::string p = kProto + module(str("name") + str("value") + str("n") + int1(7) + str("w") + t + str("sub") +
                                         module(str("flag") + "\x88")) +
                         ".";
-  const auto tree = parse(p);
+  const auto tree = parse_pickle_bytes(p);
   const auto& root = tree.at(tree.root);
   REQUIRE(root.kind == Kind::Object);
   CHECK(root.s == "__torch__.Module");
@@ -64,7 +64,7 @@ TEST_CASE("a tensor whose strides reach past its storage is refused") {
                         global("torch", "FloatStorage") + str("0") + str("cpu") + int1(6) + "tQ" + int1(1) + "(" +
                         int1(2) + int1(3) + "t(" + int1(3) + int1(1) + "t\x89" + global("collections", "OrderedDict") +
                         ")RtR";
-  CHECK_THROWS_WITH(parse(kProto + module(str("w") + t) + "."), Catch::Contains("reaches element 6"));
+  CHECK_THROWS_WITH(parse_pickle_bytes(kProto + module(str("w") + t) + "."), Catch::Contains("reaches element 6"));
 }
 
 TEST_CASE("what a hostile pickle uses to run code is refused, naming it and where") {
@@ -96,7 +96,7 @@ TEST_CASE("what a hostile pickle uses to run code is refused, naming it and wher
   for (const auto& [p, says] : cases) {
     INFO(says);
     try {
-      parse(p);
+      parse_pickle_bytes(p);
       FAIL("accepted");
     } catch (const parla::DataError& e) {
       CHECK_THAT(e.what(), Catch::Contains(says) && Catch::Contains("at byte"));
@@ -106,13 +106,13 @@ TEST_CASE("what a hostile pickle uses to run code is refused, naming it and wher
 
 TEST_CASE("memo references may form cycles without leaks or endless loops, and integers of every width are read") {
   // An empty list appended to itself: [[...]].
-  const auto tree = parse(kProto + std::string("]q\x00h\x00" "a.", 7));
+  const auto tree = parse_pickle_bytes(kProto + std::string("]q\x00h\x00" "a.", 7));
   const auto& l = tree.at(tree.root);
   REQUIRE(l.kind == Kind::List);
   REQUIRE(l.items.size() == 1);
   CHECK(l.items[0] == tree.root);
   auto one = [](const std::string& instr) {
-    const auto t = parse(kProto + instr + ".");
+    const auto t = parse_pickle_bytes(kProto + instr + ".");
     REQUIRE(t.at(t.root).kind == Kind::Int);
     return t.at(t.root).i;
   };

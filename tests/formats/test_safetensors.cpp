@@ -21,7 +21,7 @@ std::string file_of(const std::string& header, const std::string& data) {
   return out + header + data;
 }
 
-SafetensorsHeader parse(const std::string& bytes) {
+SafetensorsHeader parse_safetensors_bytes(const std::string& bytes) {
   return parse_safetensors(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
 }
 
@@ -37,7 +37,7 @@ TEST_CASE("a safetensors file written by hand is read: names, types, shapes, ran
   const std::string header =
       R"({"__metadata__": {"format": "pt", "note": "x"}, "b": {"dtype": "I8", "shape": [2], "data_offsets": [8, 10]},)"
       R"( "a": {"dtype": "F32", "shape": [1, 2], "data_offsets": [0, 8]}, "e": {"dtype": "BF16", "shape": [0, 3], "data_offsets": [10, 10]}})";
-  const auto h = parse(file_of(header, floats({1.5f, -2.0f}) + std::string("\x07\xf9", 2)));
+  const auto h = parse_safetensors_bytes(file_of(header, floats({1.5f, -2.0f}) + std::string("\x07\xf9", 2)));
   CHECK(h.data_start == 8 + header.size());
   CHECK(h.metadata.at("format") == "pt");
   CHECK(h.metadata.at("note") == "x");
@@ -69,7 +69,7 @@ TEST_CASE("the writer's layout is read back, aligned: the data starts at a multi
     data = std::max(data, e.end);
   }
   CHECK(t.front().name == "steps");  // 8-byte elements first
-  const auto h = parse(head + std::string(data, '\x5a'));
+  const auto h = parse_safetensors_bytes(head + std::string(data, '\x5a'));
   CHECK(h.data_start == head.size());
   CHECK(h.metadata == meta);
   REQUIRE(h.tensors.size() == t.size());
@@ -124,7 +124,7 @@ TEST_CASE("a header that lies about the file is refused with what is wrong") {
   for (const auto& c : cases) {
     INFO(c.says);
     try {
-      parse(c.bytes);
+      parse_safetensors_bytes(c.bytes);
       FAIL("accepted");
     } catch (const parla::DataError& e) {
       CHECK_THAT(e.what(), Catch::Contains(c.says));
@@ -134,5 +134,5 @@ TEST_CASE("a header that lies about the file is refused with what is wrong") {
 
 TEST_CASE("a header deeper than the format is refused while it is parsed, however deep") {
   std::string deep = R"({"a": )" + std::string(100000, '[') + std::string(100000, ']') + "}";
-  CHECK_THROWS_WITH(parse(file_of(deep, "")), Catch::Contains("deeper"));
+  CHECK_THROWS_WITH(parse_safetensors_bytes(file_of(deep, "")), Catch::Contains("deeper"));
 }
