@@ -6,8 +6,13 @@
 //   - an error answer has no "error" message;
 //   - a 200 answer does not have one translation per text, each with the text's own line breaks and the toy's
 //     answer on every line, and (n-best) between 1 and n_best entries.
-// The first input byte picks limits (max sentences, beam cap); the rest is the body.
+// The first input byte picks limits (max sentences, beam cap: bits 0-1) and an amplification (bits 2-3): with one,
+// the rest is read as head \0 open \0 middle \0 close \0 tail and the body is head + open x k + middle +
+// close x k + tail, k = 64, 4,096 or 100,000, so that a few bytes reach what a mutator alone never builds:
+// nesting 100,000 deep (which crashed parla-serve, issue 36), a 400 KB word, ten thousand texts. Without four
+// separators the rest is the body as it is. Seeds in fuzz/corpus_serve/, dictionary fuzz/serve_request.dict.
 // Built with clang++ -fsanitize=fuzzer,address,undefined by fuzz/CMakeLists.txt; see fuzz/README.md.
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -76,15 +81,41 @@ parla::serve::TranslationService& service(int variant) {
   return *s;
 }
 
+// The body an input describes (see the top of this file).
+std::string body_of(const uint8_t* data, size_t size) {
+  const std::string rest(reinterpret_cast<const char*>(data + 1), size - 1);
+  static const size_t kRepeat[4] = {1, 64, 4096, 100000};
+  const size_t k = kRepeat[(data[0] >> 2) & 3];
+  if (k == 1) return rest;
+  std::vector<std::string> parts;
+  size_t start = 0;
+  for (int i = 0; i < 4; ++i) {
+    const size_t z = rest.find('\0', start);
+    if (z == std::string::npos) return rest;
+    parts.push_back(rest.substr(start, z - start));
+    start = z + 1;
+  }
+  parts.push_back(rest.substr(start));
+  // At most about 2 MiB (twice serve.max_request_bytes' default, which the HTTP layer enforces before this).
+  const size_t reps = std::min(k, (size_t{2} << 20) / std::max<size_t>(1, parts[1].size() + parts[3].size()));
+  std::string body = parts[0];
+  for (size_t i = 0; i < reps; ++i) body += parts[1];
+  body += parts[2];
+  for (size_t i = 0; i < reps; ++i) body += parts[3];
+  return body + parts[4];
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const int variant = data[0] % 4;
-  const std::string body(reinterpret_cast<const char*>(data + 1), size - 1);
+  const std::string body = body_of(data, size);
   auto reply = service(variant).translate(body);
   check(reply.status == 200 || reply.status == 400 || reply.status == 413 || reply.status == 503,
         "unexpected status");
+  // Errors quote the client's bytes as excerpts: an answer never grows with the body.
+  if (reply.status != 200) check(reply.body.size() < 1024, "an error answer longer than 1 KB");
   json answer;
   try {
     answer = json::parse(reply.body);
