@@ -3,9 +3,13 @@
 
 Starts parla-serve (--port 0), then runs each attack while a probe opens a fresh connection every
 --probe-interval seconds and asks GET /health and POST /translate (one short sentence). For each attack it checks
-that the server lives, that every probe was answered and how fast (--probe-ms, 100 by default, for /health), that
+that the server lives, that every probe was answered, that /health was answered within --probe-ms (100 by
+default; with --quick, as in CTest, one probe per attack may take up to ten times that, a scheduling hiccup on 2
+cores shared with other tests: --probe-misses), that
 the attack itself got the answer it should, and that the resident memory stayed within --rss-mb of what it was
-before the attack and came back down afterwards (VmRSS from /proc). A last step sends SIGTERM while slow
+before the attack and came back to within a quarter of that afterwards (VmRSS from /proc). The probe runs in a
+process of its own. The server runs under RLIMIT_AS --server-memory-gb, so that an old server's bombs fail inside
+it rather than take the machine down. A last step sends SIGTERM while slow
 connections are open and checks exit 0 within the drain timeout plus one second.
 
     python3 bench/hostile_serve.py --bin build/bin/parla-serve \
@@ -528,6 +532,9 @@ def main():
     p.add_argument("--seconds", type=float, default=20, help="how long each slow attack lasts")
     p.add_argument("--probe-interval", type=float, default=0.25)
     p.add_argument("--probe-ms", type=float, default=100, help="a fresh /health must be answered within this")
+    p.add_argument("--probe-misses", type=int, default=None,
+                   help="/health probes per attack allowed over --probe-ms, by at most ten times (1 with --quick, "
+                        "else 0)")
     p.add_argument("--rss-mb", type=float, default=512, help="RSS growth allowed during an attack")
     p.add_argument("--drain", type=float, default=5, help="the server's --drain-timeout")
     p.add_argument("--max-request-bytes", type=int, default=1 << 20, help="the server's serve.max_request_bytes")
@@ -542,6 +549,8 @@ def main():
     if args.quick:
         args.connections = min(args.connections, 500)
         args.seconds = min(args.seconds, 2)
+    if args.probe_misses is None:
+        args.probe_misses = 1 if args.quick else 0
     fd_limit = raise_fd_limit()
     if args.connections > fd_limit - 64:
         log(f"note: the file-descriptor limit is {fd_limit}: {fd_limit - 64} connections instead of "
@@ -593,8 +602,12 @@ def main():
             health_ok = [h for h in probe.health if h is not None]
             if len(health_ok) < len(probe.health):
                 fails.append(f"{len(probe.health) - len(health_ok)} of {len(probe.health)} /health probes unanswered")
-            if health_ok and max(health_ok) * 1e3 > args.probe_ms:
-                fails.append(f"a /health probe took {1e3 * max(health_ok):.0f} ms (> {args.probe_ms:.0f})")
+            # --probe-misses probes of an attack may miss the mark (in CTest, a scheduling hiccup on 2 cores shared
+            # with the attacker and other tests), by at most ten times.
+            slow = sorted(h for h in health_ok if h * 1e3 > args.probe_ms)
+            if len(slow) > args.probe_misses or (slow and slow[-1] * 1e3 > 10 * args.probe_ms):
+                fails.append(f"{len(slow)} /health probes took over {args.probe_ms:.0f} ms (slowest "
+                             f"{1e3 * slow[-1]:.0f} ms)")
             # Sixteen maximal requests are valid work that queues ahead of the probe (decoding is the bottleneck):
             # there the probe must only be answered eventually, which the next attack's probes show.
             if name != "long-word" and any(t is None for t in probe.translate):

@@ -1,7 +1,8 @@
 // parla-serve against hostile clients (issue 36), the fast subset: bench/hostile_serve.py --quick replays each
 // attack on loopback against a parla-serve with a tiny model, while a fresh client probes /health and
-// /translate, and fails (exit 1, naming the check) when the server dies, a probe is not answered or a /health
-// probe takes over 100 ms, an attack is not refused as it should be, the resident memory grows past its bound
+// /translate, and fails (exit 1, naming the check) when the server dies, a probe is not answered, two /health
+// probes of one attack take over 100 ms or one over a second (a scheduling hiccup on 2 cores shared with other
+// tests), an attack is not refused as it should be, the resident memory grows past its bound
 // or stays up after the attack, or SIGTERM does not end the server in time. The full-scale run (10,000
 // connections, 20 s per attack, the Multi30k model) is a benchmark: docs/BENCHMARKS.md.
 #include <string>
@@ -64,9 +65,14 @@ TEST_CASE("500 slow and 500 silent connections do not keep a fresh client from a
   CHECK(r.exit_code == 0);
 }
 
+// A new connection evicts the one that has waited longest, so a fresh client keeps its place until
+// serve.max_connections newer connections have arrived before its request. Against a cap of 100, the attacker's
+// first burst (500 connections in ~40 ms) went through that many while a probe whose process was descheduled
+// between connect() and send() had sent nothing, and evicted it (1 run in 10 on 2 shared cores). A cap of 400
+// still overflows and churns, and gives a probe four times the time.
 TEST_CASE("at serve.max_connections a new client is still answered: the oldest slow connection makes room",
           "[serve_hostile]") {
-  auto r = attack("slowloris", {}, {"--max-connections", "100"});
+  auto r = attack("slowloris", {}, {"--max-connections", "400"});
   INFO(r.out << r.err);
   CHECK(r.exit_code == 0);
   // The attacker's connections were closed to make room, and it had to reopen them.
