@@ -1,11 +1,14 @@
-// parla-convert: models into parla. Imports the public OPUS-MT models, as Hugging Face hosts them (MarianMT
-// folders; CTranslate2's ct2-transformers-converter takes the same) or as Marian saves them (.npz, as
-// ct2-opus-mt-converter and marian-conv take), into ordinary parla checkpoints. The work is lib/convert.
+// parla-convert: models in and out of parla. Imports the public OPUS-MT models, as Hugging Face hosts them
+// (MarianMT folders; CTranslate2's ct2-transformers-converter takes the same) or as Marian saves them (.npz, as
+// ct2-opus-mt-converter and marian-conv take), into ordinary parla checkpoints, and exports a parla Transformer
+// as a MarianMT folder. The work is lib/convert; the CTranslate2 export is tools/export-ctranslate2.py, since
+// that format belongs to CTranslate2's Python package.
 #include <string>
 
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
+#include "convert/hf_marian_export.h"
 #include "convert/hf_marian_import.h"
 #include "convert/imported_model.h"
 #include "convert/marian_import.h"
@@ -22,6 +25,9 @@ int main(int argc, char** argv) {
       "                                         source.spm, target.spm, vocab.json)\n"
       "  parla-convert marian DIR -o model.pt   a Marian model as OPUS-MT distributes it (decoder.yml, *.npz,\n"
       "                                         *.vocab.yml, source.spm, target.spm)\n"
+      "  parla-convert to-hf model.pt -o DIR    a post-norm parla Transformer as a MarianMT folder (transformers,\n"
+      "                                         ct2-transformers-converter)\n"
+      "CTranslate2 (pre- and post-norm): python tools/export-ctranslate2.py model.pt DIR\n"
       "Imported checkpoints translate, serve and quantize (parla-train quantize) like any other.",
       "parla-convert");
   parla::app::add_logging_flags(cli, flags);
@@ -39,7 +45,18 @@ int main(int argc, char** argv) {
   marian->add_option("model", marian_dir, "The folder")->required();
   marian->add_option("-o,--output", marian_out, "Output checkpoint (written atomically)")->required();
 
+  std::string to_hf_in, to_hf_out;
+  auto* to_hf = cli.add_subcommand("to-hf", "Export a parla Transformer checkpoint as a Hugging Face MarianMT "
+                                            "folder (post-norm models; pre-norm ones go to CTranslate2)");
+  to_hf->add_option("checkpoint", to_hf_in, "The checkpoint")->required();
+  to_hf->add_option("-o,--output", to_hf_out, "Output folder, which must not exist (written whole or not at all)")
+      ->required();
+
   return parla::app::run(cli, flags, argc, argv, [&]() -> int {
+    if (to_hf->parsed()) {
+      parla::convert::export_hf_marian(to_hf_in, to_hf_out);
+      spdlog::info("wrote the MarianMT folder '{}' from '{}'", to_hf_out, to_hf_in);
+    }
     if (marian->parsed()) {
       parla::convert::write_checkpoint(parla::convert::read_marian(marian_dir), marian_dir, marian_out);
       spdlog::info("wrote '{}' from the Marian model in '{}'", marian_out, marian_dir);

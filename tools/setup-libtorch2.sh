@@ -45,14 +45,19 @@ else
   fi
   log "installed in $(( $(date +%s) - start )) s, $(du -sh "$VENV" | cut -f1) in $VENV"
 fi
-# The Python peers that tests compare with (they skip themselves where these are missing): safetensors, the
-# reference implementation of parla's checkpoint format (tests/models/test_checkpoint_formats.cpp), whose
-# writer needs numpy.
-SAFETENSORS_VERSION=0.8.0
-NUMPY_VERSION=2.4.6
-if ! "$PY" -c "import safetensors, numpy, sys; sys.exit(0 if (safetensors.__version__, numpy.__version__) == ('$SAFETENSORS_VERSION', '$NUMPY_VERSION') else 1)" 2>/dev/null; then
-  "$VENV/bin/pip" install -q --disable-pip-version-check "safetensors==$SAFETENSORS_VERSION" "numpy==$NUMPY_VERSION" >&2
-  log "installed safetensors $SAFETENSORS_VERSION and numpy $NUMPY_VERSION"
+# The Python peers that tests compare with (they skip themselves where these are missing), pinned: safetensors,
+# the reference implementation of parla's checkpoint format (tests/models/test_checkpoint_formats.cpp), whose
+# writer needs numpy; transformers and sentencepiece, which build the MarianMT models that parla-convert imports
+# (tests/convert); ctranslate2, which runs what parla exports (tools/export-ctranslate2.py).
+PEERS=(safetensors==0.8.0 numpy==2.4.6 transformers==5.24.0 sentencepiece==0.2.3 ctranslate2==4.8.5)
+if ! "$PY" - "${PEERS[@]}" <<'PYEOF' 2>/dev/null; then
+import sys
+from importlib.metadata import version
+sys.exit(0 if all(version(p.split("==")[0]) == p.split("==")[1] for p in sys.argv[1:]) else 1)
+PYEOF
+  start=$(date +%s)
+  "$VENV/bin/pip" install -q --disable-pip-version-check "${PEERS[@]}" >&2
+  log "installed ${PEERS[*]} in $(( $(date +%s) - start )) s"
 fi
 # TorchConfig's find_library would otherwise find Debian's libtorch.so first (cmake/LibTorchFlavour.cmake).
 "$PY" -W ignore -c 'import os, torch; print(torch.utils.cmake_prefix_path + ";" + os.path.dirname(torch.__file__))' 2>/dev/null

@@ -441,6 +441,8 @@ def read_parla_checkpoint(path: str):
         for side in ("src", "tgt"):
             t = tensors.get(f"parla_{side}_spm")
             meta[f"{side}_spm"] = bytes(t.tolist()) if t is not None and t.numel() else b""
+            # Imported models number their pieces through a table (lib/models/checkpoint.h).
+            meta[f"{side}_pieces"] = json.loads(strings.get(f"parla_{side}_pieces", "[]"))
         state = {name[len("model."):]: t for name, t in tensors.items() if name.startswith("model.")}
         return state, meta
     archive = torch.jit.load(path, map_location="cpu")

@@ -113,7 +113,6 @@ ImportedModel read_hf_marian(const std::string& dir) {
   cfg.sinusoidal_layout = "concatenated";
   cfg.scale_embeddings = c.has("scale_embedding") && c.boolean("scale_embedding");
   cfg.output_bias = true;
-  cfg.decoder_start = "pad";
   cfg.max_positions = static_cast<int>(c.integer("max_position_embeddings"));
   cfg.dropout = c.has("dropout") ? c.number("dropout") : 0.1;
   cfg.attention_dropout = c.has("attention_dropout") ? c.number("attention_dropout") : 0.0;
@@ -146,12 +145,18 @@ ImportedModel read_hf_marian(const std::string& dir) {
   if (c.integer("eos_token_id") != eos_t)
     throw DataError(config_path + ": eos_token_id " + std::to_string(c.integer("eos_token_id")) + " is not the id of '</s>' in " +
                     tgt_vocab_path + " (" + std::to_string(eos_t) + ")");
+  // Decoding starts from pad (OPUS-MT), or from <s> (a folder parla exported from one of its own models).
   const int64_t start = c.has("decoder_start_token_id") ? c.integer("decoder_start_token_id") : pad_t;
-  if (start != pad_t)
+  const bool bos_start = start != pad_t;
+  if (bos_start && (start < 0 || start >= vt || tgt_vocab[static_cast<size_t>(start)] != "<s>"))
     throw DataError(config_path + ": decoder_start_token_id " + std::to_string(start) +
-                    " is not the target's pad (" + std::to_string(pad_t) + "); parla's model.decoder_start is bos or pad");
-  const auto order_s = parla_order(vs, pad_s, unk_s, eos_s, vocab_path);
-  const auto order_t = parla_order(vt, pad_t, unk_t, eos_t, tgt_vocab_path);
+                    " is neither the target's <pad> nor its <s>; parla's model.decoder_start is bos or pad");
+  cfg.decoder_start = bos_start ? "bos" : "pad";
+  auto bos_of = [&](const std::vector<std::string>& v, const std::string& path) {
+    return bos_start ? id_of(v, "<s>", path) : int64_t{-1};
+  };
+  const auto order_s = parla_order(vs, pad_s, unk_s, eos_s, vocab_path, bos_of(src_vocab, vocab_path));
+  const auto order_t = parla_order(vt, pad_t, unk_t, eos_t, tgt_vocab_path, bos_of(tgt_vocab, tgt_vocab_path));
   for (int64_t id : order_s) m.src_pieces.push_back(src_vocab[static_cast<size_t>(id)]);
   for (int64_t id : order_t) m.tgt_pieces.push_back(tgt_vocab[static_cast<size_t>(id)]);
   m.src_spm = formats::read_bounded_file((fs::path(dir) / "source.spm").string(), 64u << 20);

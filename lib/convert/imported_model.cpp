@@ -11,20 +11,26 @@
 
 namespace parla::convert {
 
-std::vector<int64_t> parla_order(int64_t size, int64_t pad, int64_t unk, int64_t eos, const std::string& what) {
+std::vector<int64_t> parla_order(int64_t size, int64_t pad, int64_t unk, int64_t eos, const std::string& what,
+                                 int64_t bos) {
   for (int64_t id : {pad, unk, eos})
     if (id < 0 || id >= size)
       throw DataError(what + ": special id " + std::to_string(id) + " is outside the vocabulary of " +
                       std::to_string(size));
-  if (pad == unk || pad == eos || unk == eos)
-    throw DataError(what + ": pad, unk and eos must be three different ids (pad " + std::to_string(pad) + ", unk " +
-                    std::to_string(unk) + ", eos " + std::to_string(eos) + ")");
+  if (pad == unk || pad == eos || unk == eos || (bos >= 0 && (bos == pad || bos == unk || bos == eos || bos >= size)))
+    throw DataError(what + ": pad, unk, eos (and bos) must be different ids within the vocabulary (pad " +
+                    std::to_string(pad) + ", unk " + std::to_string(unk) + ", eos " + std::to_string(eos) + ", bos " +
+                    std::to_string(bos) + ")");
   if (size < 4) throw DataError(what + ": a vocabulary of " + std::to_string(size) + " has no ordinary piece");
   std::vector<int64_t> rest;
   for (int64_t id = 0; id < size; ++id)
-    if (id != pad && id != unk && id != eos) rest.push_back(id);
-  std::vector<int64_t> order = {pad, unk, rest.front(), eos};
-  order.insert(order.end(), rest.begin() + 1, rest.end());
+    if (id != pad && id != unk && id != eos && id != bos) rest.push_back(id);
+  if (bos < 0) {
+    bos = rest.front();
+    rest.erase(rest.begin());
+  }
+  std::vector<int64_t> order = {pad, unk, bos, eos};
+  order.insert(order.end(), rest.begin(), rest.end());
   return order;
 }
 

@@ -5,8 +5,9 @@
 // the weights fill every parameter with its shape and nothing else, and saves an ordinary checkpoint.
 //
 // Vocabularies are remapped on import so that parla's fixed ids hold the source's specials: 0 its pad, 1 its
-// unk, 3 its eos; id 2 is its first ordinary piece (Marian has no bos: its decoder starts from pad, which
-// model.decoder_start says), and the remaining pieces follow in the source's order. Embedding rows, the output
+// unk, 3 its eos, 2 its bos if it starts decoding from one (a MarianMT folder parla exported), else its first
+// ordinary piece (Marian has no bos: its decoder starts from pad, which model.decoder_start says); the remaining
+// pieces follow in the source's order. Embedding rows, the output
 // projection and the logit bias are permuted alike, so the model computes exactly what the original did.
 #include <map>
 #include <string>
@@ -27,9 +28,11 @@ struct ImportedModel {
   nlohmann::json info;  // "imported_from", the source's own settings worth keeping
 };
 
-// The order in which a vocabulary of `size` ids becomes parla's: result[parla id] = source id. DataError (naming
-// `what`) when the specials are out of range or coincide.
-std::vector<int64_t> parla_order(int64_t size, int64_t pad, int64_t unk, int64_t eos, const std::string& what);
+// The order in which a vocabulary of `size` ids becomes parla's: result[parla id] = source id: pad, unk, then bos
+// (or, without one, bos < 0, the first ordinary piece), eos, and the rest in order. DataError (naming `what`) when
+// the specials are out of range or coincide.
+std::vector<int64_t> parla_order(int64_t size, int64_t pad, int64_t unk, int64_t eos, const std::string& what,
+                                 int64_t bos = -1);
 
 // Builds the model, fills it, saves it at `path` (atomically). DataError naming `source` (the imported folder)
 // when a weight is missing, has another shape, or is left over.

@@ -24,8 +24,10 @@ inline const std::vector<std::string>& toy_words() {
 }
 
 // Writes the checkpoint to `path`; `seed` draws the model's weights; `layers` (default: tiny_transformer()) may
-// choose other layers, e.g. another self-attention variant.
-inline void write_tiny_checkpoint(const std::string& path, uint64_t seed, ModelConfig layers = tiny_transformer()) {
+// choose other layers, e.g. another self-attention variant. `target_vocab_size` > 0 gives the target side a
+// SentencePiece model of its own of that size (separate vocabularies; `layers` must not share embeddings).
+inline void write_tiny_checkpoint(const std::string& path, uint64_t seed, ModelConfig layers = tiny_transformer(),
+                                  int target_vocab_size = 0) {
   const auto& words = toy_words();
   std::vector<std::string> corpus;
   for (int i = 0; i < 300; ++i) {
@@ -39,15 +41,21 @@ inline void write_tiny_checkpoint(const std::string& path, uint64_t seed, ModelC
   vc.character_coverage = 1.0;
   const std::string proto = text::train_sentencepiece(corpus, vc, 1, 1).model_proto;
   const int64_t vocab = text::SentencePieceVocab::from_serialized(proto).size();
+  std::string tgt_proto = proto;
+  if (target_vocab_size > 0) {
+    vc.vocab_size = target_vocab_size;
+    tgt_proto = text::train_sentencepiece(corpus, vc, 1, 1).model_proto;
+  }
+  const int64_t tgt_vocab = text::SentencePieceVocab::from_serialized(tgt_proto).size();
   torch::manual_seed(seed);
   Config cfg;
   cfg.model = layers;
   cfg.model.dropout = 0;
-  auto model = models::build_seq2seq(cfg.model, vocab, vocab);
+  auto model = models::build_seq2seq(cfg.model, vocab, tgt_vocab);
   models::ModelMeta meta;
   meta.config = config::to_json(cfg);
   meta.src_spm = proto;
-  meta.tgt_spm = proto;
+  meta.tgt_spm = tgt_proto;
   models::save_checkpoint(path, *model, meta);
 }
 

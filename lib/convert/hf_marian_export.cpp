@@ -1,0 +1,212 @@
+#include "convert/hf_marian_export.h"
+
+#include <unistd.h>
+
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+#include <torch/torch.h>
+
+#include "core/config.h"
+#include "core/error.h"
+#include "data/output_file.h"
+#include "models/checkpoint.h"
+#include "models/tensor_archive.h"
+#include "models/transformer.h"
+
+namespace parla::convert {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// The residual-stream permutation that turns interleaved sinusoids into concatenated ones: new dimension k is old
+// dimension order[k] (the sines' columns 0, 2, 4, ..., then the cosines' 1, 3, 5, ...).
+torch::Tensor concatenating_order(int64_t d) {
+  std::vector<int64_t> order;
+  for (int64_t k = 0; k < d; k += 2) order.push_back(k);
+  for (int64_t k = 1; k < d; k += 2) order.push_back(k);
+  return torch::tensor(order, torch::kLong);
+}
+
+// The pieces of every id, as MarianMT's vocab.json names them: the table of an imported model, else the
+// SentencePiece model's own pieces; the specials get MarianMT's names.
+std::vector<std::string> pieces_of(const text::SentencePieceVocab& v, bool start_is_bos) {
+  std::vector<std::string> out = v.pieces();
+  if (out.empty())
+    for (int id = 0; id < v.size(); ++id) out.push_back(v.id_to_piece(id));
+  out[0] = "<pad>";
+  out[1] = "<unk>";
+  out[3] = "</s>";
+  if (start_is_bos) out[2] = "<s>";
+  return out;
+}
+
+nlohmann::json vocab_json(const std::vector<std::string>& pieces, const std::string& what) {
+  nlohmann::json j = nlohmann::json::object();
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    if (j.contains(pieces[i])) throw DataError(what + ": the piece '" + pieces[i] + "' names two ids");
+    j[pieces[i]] = i;
+  }
+  return j;
+}
+
+void write_text(const fs::path& dir, const std::string& name, const std::string& text) {
+  data::OutputFile f((dir / name).string());
+  f.write(text);
+  f.close();
+}
+
+}  // namespace
+
+void export_hf_marian(const std::string& checkpoint, const std::string& out) {
+  if (fs::exists(out)) throw UsageError(out + ": exists; give a folder that does not exist yet");
+  auto loaded = models::load_seq2seq(checkpoint);
+  const auto& meta = loaded.meta;
+  if (!meta.int8.empty())
+    throw DataError(checkpoint + ": is an int8 checkpoint; export the float checkpoint it was quantized from");
+  config::ConfigBuilder builder;
+  builder.merge(nlohmann::json{{"model", meta.config["model"]}}, "checkpoint " + checkpoint);
+  const ModelConfig cfg = builder.build().model;
+  auto refuse = [&](const std::string& what) {
+    throw DataError(checkpoint + ": " + what + ", which a MarianMT model cannot represent; export it for "
+                    "CTranslate2 instead (tools/export-ctranslate2.py), which can");
+  };
+  auto* model = dynamic_cast<models::TransformerModel*>(loaded.model.get());
+  if (!model) refuse("model.type is '" + cfg.type + "'");
+  if (cfg.norm != "post") refuse("model.norm is '" + cfg.norm + "' (MarianMT is post-norm)");
+  if (cfg.positions != "sinusoidal") refuse("model.positions is '" + cfg.positions + "'");
+  for (const auto& a : {cfg.attention, cfg.encoder_attention, cfg.decoder_attention})
+    if (!a.empty() && a != "full") refuse("self-attention is '" + a + "'");
+
+  const int64_t d = cfg.d_model;
+  const auto order = cfg.sinusoidal_layout == "interleaved" ? concatenating_order(d) : torch::arange(d);
+  auto params = model->named_parameters(true);
+  auto p = [&](const std::string& name) { return params[name].detach().to(torch::kFloat); };
+  auto cols = [&](const torch::Tensor& w) { return w.index_select(1, order).contiguous(); };
+  auto rows = [&](const torch::Tensor& w) { return w.index_select(0, order).contiguous(); };
+
+  models::TensorArchive st;
+  st.write("format", std::string("pt"));
+  const auto tgt_vocab = models::target_vocab(meta, checkpoint), src_vocab = models::source_vocab(meta, checkpoint);
+  const int64_t vt = model->vocab_size(), vs = model->source_vocab_size();
+  if (cfg.share_embeddings) {
+    st.write("model.shared.weight", cols(p("tgt_embed.weight")));
+  } else {
+    st.write("model.encoder.embed_tokens.weight", cols(p("src_embed.weight")));
+    st.write("model.decoder.embed_tokens.weight", cols(p("tgt_embed.weight")));
+  }
+  if (!cfg.tie_output) st.write("lm_head.weight", cols(p("output_weight")));
+  st.write("final_logits_bias", (cfg.output_bias ? p("output_bias") : torch::zeros({vt})).view({1, vt}));
+  auto linear_in = [&](const std::string& from, const std::string& to) {  // reads the residual stream
+    st.write(to + ".weight", cols(p(from + ".weight")));
+    st.write(to + ".bias", p(from + ".bias").contiguous());
+  };
+  auto linear_out = [&](const std::string& from, const std::string& to) {  // writes the residual stream
+    st.write(to + ".weight", rows(p(from + ".weight")));
+    st.write(to + ".bias", p(from + ".bias").index_select(0, order).contiguous());
+  };
+  auto norm = [&](const std::string& from, const std::string& to) {
+    st.write(to + ".weight", p(from + ".weight").index_select(0, order).contiguous());
+    st.write(to + ".bias", p(from + ".bias").index_select(0, order).contiguous());
+  };
+  // parla's stacked projections (rows Q; K; V) split into MarianMT's.
+  auto split = [&](const std::string& from, const std::vector<std::string>& parts, const std::string& to) {
+    const auto w = cols(p(from + ".weight")), b = p(from + ".bias");
+    for (size_t k = 0; k < parts.size(); ++k) {
+      st.write(to + "." + parts[k] + "_proj.weight", w.narrow(0, static_cast<int64_t>(k) * d, d).contiguous());
+      st.write(to + "." + parts[k] + "_proj.bias", b.narrow(0, static_cast<int64_t>(k) * d, d).contiguous());
+    }
+  };
+  for (int l = 0; l < cfg.encoder_layers; ++l) {
+    const std::string from = "encoder.layers." + std::to_string(l), to = "model.encoder.layers." + std::to_string(l);
+    split(from + ".self_attn.qkv_proj", {"q", "k", "v"}, to + ".self_attn");
+    linear_out(from + ".self_attn.out_proj", to + ".self_attn.out_proj");
+    norm(from + ".self_attn_norm", to + ".self_attn_layer_norm");
+    linear_in(from + ".ffn.fc1", to + ".fc1");
+    linear_out(from + ".ffn.fc2", to + ".fc2");
+    norm(from + ".ffn_norm", to + ".final_layer_norm");
+  }
+  for (int l = 0; l < cfg.decoder_layers; ++l) {
+    const std::string from = "decoder.layers." + std::to_string(l), to = "model.decoder.layers." + std::to_string(l);
+    split(from + ".self_attn.qkv_proj", {"q", "k", "v"}, to + ".self_attn");
+    linear_out(from + ".self_attn.out_proj", to + ".self_attn.out_proj");
+    norm(from + ".self_attn_norm", to + ".self_attn_layer_norm");
+    linear_in(from + ".cross_attn.q_proj", to + ".encoder_attn.q_proj");
+    split(from + ".cross_attn.kv_proj", {"k", "v"}, to + ".encoder_attn");
+    linear_out(from + ".cross_attn.out_proj", to + ".encoder_attn.out_proj");
+    norm(from + ".cross_attn_norm", to + ".encoder_attn_layer_norm");
+    linear_in(from + ".ffn.fc1", to + ".fc1");
+    linear_out(from + ".ffn.fc2", to + ".fc2");
+    norm(from + ".ffn_norm", to + ".final_layer_norm");
+  }
+
+  const bool bos_start = model->start_id() == models::kBosId;
+  const auto src_pieces = pieces_of(src_vocab, bos_start), tgt_pieces = pieces_of(tgt_vocab, bos_start);
+  const bool separate_vocabs = src_pieces != tgt_pieces || meta.src_spm != meta.tgt_spm;
+  const int max_positions = std::max(cfg.max_positions, 1024);
+  nlohmann::json config = {
+      {"architectures", {"MarianMTModel"}},
+      {"model_type", "marian"},
+      {"vocab_size", vs},
+      {"decoder_vocab_size", vt},
+      {"d_model", d},
+      {"encoder_layers", cfg.encoder_layers},
+      {"decoder_layers", cfg.decoder_layers},
+      {"encoder_attention_heads", cfg.heads},
+      {"decoder_attention_heads", cfg.heads},
+      {"encoder_ffn_dim", cfg.ffn_dim},
+      {"decoder_ffn_dim", cfg.ffn_dim},
+      {"activation_function", cfg.activation},
+      {"dropout", cfg.dropout},
+      {"attention_dropout", cfg.attention_dropout},
+      {"activation_dropout", cfg.activation_dropout},
+      {"encoder_layerdrop", 0.0},
+      {"decoder_layerdrop", 0.0},
+      {"max_position_embeddings", max_positions},
+      {"scale_embedding", cfg.scale_embeddings},
+      {"share_encoder_decoder_embeddings", cfg.share_embeddings},
+      {"tie_word_embeddings", cfg.tie_output},
+      {"pad_token_id", models::kPadId},
+      {"eos_token_id", models::kEosId},
+      {"forced_eos_token_id", models::kEosId},
+      {"decoder_start_token_id", model->start_id()},
+      {"is_encoder_decoder", true},
+      {"use_cache", true}};
+  nlohmann::json bad_words = nlohmann::json::array({nlohmann::json::array({models::kPadId})});
+  if (bos_start) bad_words.push_back(nlohmann::json::array({models::kBosId}));
+  nlohmann::json generation = {{"decoder_start_token_id", model->start_id()},
+                               {"eos_token_id", models::kEosId},
+                               {"forced_eos_token_id", models::kEosId},
+                               {"pad_token_id", models::kPadId},
+                               {"bad_words_ids", bad_words},
+                               {"max_length", max_positions}};
+  nlohmann::json tokenizer = {{"tokenizer_class", "MarianTokenizer"}, {"separate_vocabs", separate_vocabs},
+                              {"model_max_length", max_positions}, {"eos_token", "</s>"},
+                              {"unk_token", "<unk>"}, {"pad_token", "<pad>"}};
+
+  // Everything goes into a temporary sibling folder, renamed into place when complete.
+  const fs::path tmp = fs::path(out).string() + ".tmp-" + std::to_string(::getpid());
+  std::error_code ec;
+  fs::remove_all(tmp, ec);
+  if (!fs::create_directory(tmp, ec)) throw IoError(tmp.string() + ": cannot create (" + ec.message() + ")");
+  try {
+    st.save((tmp / "model.safetensors").string());
+    write_text(tmp, "config.json", config.dump(2) + "\n");
+    write_text(tmp, "generation_config.json", generation.dump(2) + "\n");
+    write_text(tmp, "tokenizer_config.json", tokenizer.dump(2) + "\n");
+    write_text(tmp, "vocab.json", vocab_json(src_pieces, checkpoint).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    if (separate_vocabs)
+      write_text(tmp, "target_vocab.json",
+                 vocab_json(tgt_pieces, checkpoint).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    write_text(tmp, "source.spm", meta.src_spm);
+    write_text(tmp, "target.spm", meta.tgt_spm);
+    fs::rename(tmp, out, ec);
+    if (ec) throw IoError(out + ": cannot rename the finished folder into place (" + ec.message() + ")");
+  } catch (...) {
+    fs::remove_all(tmp, ec);
+    throw;
+  }
+}
+
+}  // namespace parla::convert
