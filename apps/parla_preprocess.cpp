@@ -7,12 +7,14 @@
 #include "core/config.h"
 #include "core/schema_flags.h"
 #include "data/preprocess.h"
+#include "models/checkpoint.h"
 
 int main(int argc, char** argv) {
   parla::app::CommonFlags flags;
   flags.program = "parla-preprocess";
   CLI::App cli("Cleans a line-aligned parallel corpus (plain or .gz), splits off validation and test sets, "
-               "trains a SentencePiece vocabulary and writes the binarized dataset parla-train reads.\n"
+               "trains a SentencePiece vocabulary (or takes a checkpoint's: --vocab-from) and writes the binarized dataset "
+               "parla-train reads.\n"
                "Europarl's source release (one file per day and language, with its markup) is first split into "
                "sentences and aligned: --europarl-release DIR.\n"
                "Example: parla-preprocess --prefix europarl-v7.de-en --src-lang de --tgt-lang en -o data/de-en\n"
@@ -30,7 +32,15 @@ int main(int argc, char** argv) {
     schema_flags.apply(builder);
     parla::Config config = builder.build();
     if (parla::app::dump_config_if_asked(flags, config)) return 0;
-    parla::data::preprocess(config, {force});
+    parla::data::PreprocessOptions options;
+    options.force = force;
+    // --vocab-from: encode with a checkpoint's vocabularies (to fine-tune it) instead of training SentencePiece.
+    if (const auto& ckpt = config.vocab.from_checkpoint; !ckpt.empty()) {
+      const auto meta = parla::models::read_meta(ckpt);
+      options.vocab = parla::data::ExistingVocab{parla::models::source_vocab(meta, ckpt),
+                                                 parla::models::target_vocab(meta, ckpt), ckpt};
+    }
+    parla::data::preprocess(config, options);
     return 0;
   });
 }

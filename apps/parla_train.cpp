@@ -18,6 +18,7 @@
 #include "models/int8_quantization.h"
 #include "train/checkpoint_average.h"
 #include "train/checkpoint_upgrade.h"
+#include "train/fine_tuning.h"
 #include "train/trainer.h"
 
 int main(int argc, char** argv) {
@@ -103,7 +104,8 @@ int main(int argc, char** argv) {
     }
     auto builder = parla::app::start_config(flags);
     schema_flags.apply(builder);
-    parla::Config config = builder.build();
+    // training.init_from: the model section is the checkpoint's (train/fine_tuning.h).
+    parla::Config config = parla::train::fine_tuning_config(builder);
     if (parla::app::dump_config_if_asked(flags, config)) return 0;
     parla::train::check_training_config(config);
     parla::runtime::apply(config.runtime);

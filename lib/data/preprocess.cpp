@@ -215,6 +215,12 @@ void write_vocab_files(StagingDirectory& stage, const std::string& name, const S
     list.write_line(vocab.id_to_piece(id) + "\t" + score);
   }
   list.close();
+  // An imported vocabulary numbers its pieces through a table (text/sentencepiece_vocab.h): kept as a JSON array.
+  if (!vocab.pieces().empty()) {
+    OutputFile table(stage.file(name + ".pieces.json"));
+    table.write(nlohmann::json(vocab.pieces()).dump() + "\n");
+    table.close();
+  }
 }
 
 void log_filter_stats(const std::string& what, const FilterStats& s) {
@@ -396,8 +402,10 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   }
   uint64_t n_train = static_cast<uint64_t>(std::count(splits.begin(), splits.end(), Split::kTrain));
   const VocabConfig& vc = cfg.vocab;
-  uint64_t sample_pairs = vc.joint ? (static_cast<uint64_t>(vc.sample_sentences) + 1) / 2
-                                   : static_cast<uint64_t>(vc.sample_sentences);
+  const auto& existing = options.vocab;
+  uint64_t sample_pairs = existing ? 0
+                          : vc.joint ? (static_cast<uint64_t>(vc.sample_sentences) + 1) / 2
+                                     : static_cast<uint64_t>(vc.sample_sentences);
   std::vector<std::string> sample_src, sample_tgt;
   {
     LineReader rs(stage.file("corpus.clean." + S)), rt(stage.file("corpus.clean." + T));
@@ -427,25 +435,49 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
       if (f) f->close();
   }
 
-  // Pass 3: SentencePiece.
-  std::string src_model = vc.joint ? "spm.model" : "spm." + S + ".model";
-  std::string tgt_model = vc.joint ? "spm.model" : "spm." + T + ".model";
-  spdlog::info("vocab: training {} {} SentencePiece model{} on {} sentences", vc.joint ? "a joint" : "separate",
-               vc.model_type, vc.joint ? "" : "s", sample_src.size() + sample_tgt.size());
-  Progress spm_progress("vocab", "model");
-  auto src_trained = text::train_sentencepiece(sample_src, vc, threads, seed);
-  sample_src = {};
-  auto src_vocab = SentencePieceVocab::from_serialized(src_trained.model_proto);
-  SentencePieceVocab tgt_vocab = src_vocab;
-  write_vocab_files(stage, vc.joint ? "spm" : "spm." + S, src_vocab);
-  if (!vc.joint) {
-    auto tgt_trained = text::train_sentencepiece(sample_tgt, vc, threads, seed);
-    sample_tgt = {};
-    tgt_vocab = SentencePieceVocab::from_serialized(tgt_trained.model_proto);
-    write_vocab_files(stage, "spm." + T, tgt_vocab);
+  // Pass 3: SentencePiece, trained here or given.
+  const bool joint = existing ? existing->src.serialized() == existing->tgt.serialized() &&
+                                    existing->src.pieces() == existing->tgt.pieces()
+                              : vc.joint;
+  std::string src_name = joint ? "spm" : "spm." + S, tgt_name = joint ? "spm" : "spm." + T;
+  std::string src_model = src_name + ".model", tgt_model = tgt_name + ".model";
+  std::optional<SentencePieceVocab> src_vocab_, tgt_vocab_;
+  if (existing) {
+    spdlog::info("vocab: the {} vocabular{} of '{}' ({} and {} pieces)", joint ? "joint" : "separate",
+                 joint ? "y" : "ies", existing->origin, existing->src.size(), existing->tgt.size());
+    src_vocab_ = existing->src;
+    tgt_vocab_ = existing->tgt;
+  } else {
+    spdlog::info("vocab: training {} {} SentencePiece model{} on {} sentences", vc.joint ? "a joint" : "separate",
+                 vc.model_type, vc.joint ? "" : "s", sample_src.size() + sample_tgt.size());
+    Progress spm_progress("vocab", "model");
+    auto src_trained = text::train_sentencepiece(sample_src, vc, threads, seed);
+    sample_src = {};
+    src_vocab_ = SentencePieceVocab::from_serialized(src_trained.model_proto);
+    tgt_vocab_ = src_vocab_;
+    if (!vc.joint) {
+      auto tgt_trained = text::train_sentencepiece(sample_tgt, vc, threads, seed);
+      sample_tgt = {};
+      tgt_vocab_ = SentencePieceVocab::from_serialized(tgt_trained.model_proto);
+    }
+    spm_progress.advance(vc.joint ? 1 : 2);
+    spm_progress.finish();
   }
-  spm_progress.advance(vc.joint ? 1 : 2);
-  spm_progress.finish();
+  const SentencePieceVocab& src_vocab = *src_vocab_;
+  const SentencePieceVocab& tgt_vocab = *tgt_vocab_;
+  write_vocab_files(stage, src_name, src_vocab);
+  if (!joint) write_vocab_files(stage, tgt_name, tgt_vocab);
+  nlohmann::json vocab_meta = {{"joint", joint},
+                               {"type", existing ? "checkpoint" : vc.model_type},
+                               {"src_model", src_model},
+                               {"tgt_model", tgt_model},
+                               {"src_size", src_vocab.size()},
+                               {"tgt_size", tgt_vocab.size()},
+                               {"special_ids", {{"pad", text::kPadId}, {"unk", text::kUnkId}, {"bos", text::kBosId},
+                                                {"eos", text::kEosId}}}};
+  if (existing) vocab_meta["from_checkpoint"] = fs::absolute(existing->origin).string();
+  if (!src_vocab.pieces().empty()) vocab_meta["src_pieces"] = src_name + ".pieces.json";
+  if (!tgt_vocab.pieces().empty()) vocab_meta["tgt_pieces"] = tgt_name + ".pieces.json";
 
   // Pass 4: encode and binarize.
   int src_bytes = token_bytes_for(src_vocab.size()), tgt_bytes = token_bytes_for(tgt_vocab.size());
@@ -497,14 +529,7 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
       {"created_by", std::string("parla-preprocess ") + kVersion},
       {"src_lang", S},
       {"tgt_lang", T},
-      {"vocab", {{"joint", vc.joint},
-                 {"type", vc.model_type},
-                 {"src_model", src_model},
-                 {"tgt_model", tgt_model},
-                 {"src_size", src_vocab.size()},
-                 {"tgt_size", tgt_vocab.size()},
-                 {"special_ids", {{"pad", text::kPadId}, {"unk", text::kUnkId}, {"bos", text::kBosId},
-                                  {"eos", text::kEosId}}}}},
+      {"vocab", vocab_meta},
       {"token_bytes", {{"src", src_bytes}, {"tgt", tgt_bytes}}},
       {"splits", split_meta},
       {"inputs", inputs},

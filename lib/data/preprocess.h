@@ -4,20 +4,30 @@
 // SentencePiece sample:
 //   1. read + clean + filter the training corpus (and separate valid/test files) into the work directory;
 //   2. split held-out pairs off (seeded) and sample SentencePiece's training sentences from the train part;
-//   3. train SentencePiece (joint or one model per language);
+//   3. train SentencePiece (joint or one model per language), or take the given vocabularies;
 //   4. encode every split with worker threads and write the binarized dataset;
 // all inside DIR.tmp-PID, renamed to DIR at the end, so a failure leaves nothing half-written.
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
 
 #include "core/config.h"
+#include "text/sentencepiece_vocab.h"
 
 namespace parla::data {
 
+// Vocabularies that already exist (a checkpoint's, vocab.from_checkpoint): they encode the corpus instead of
+// newly trained SentencePiece models, and the dataset keeps them (with their piece tables) for parla-train.
+struct ExistingVocab {
+  text::SentencePieceVocab src, tgt;
+  std::string origin;  // where they come from, for meta.json and the log
+};
+
 struct PreprocessOptions {
   bool force = false;  // replace an existing output directory
+  std::optional<ExistingVocab> vocab;
 };
 
 struct PreprocessResult {

@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <stdexcept>
 
 #include "core/error.h"
@@ -129,6 +130,25 @@ const nlohmann::json& need(const nlohmann::json& root, const std::string& key, c
     start = dot + 1;
   }
 }
+// A JSON array of strings (preprocess writes it), at most 64 MiB.
+std::vector<std::string> read_piece_table(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw DataError("cannot read the piece table '" + path + "'");
+  std::string text;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    text.append(buf, static_cast<size_t>(in.gcount()));
+    if (text.size() > (64u << 20)) throw DataError("'" + path + "': a piece table over 64 MiB");
+  }
+  try {
+    auto j = nlohmann::json::parse(text);
+    if (!j.is_array()) throw DataError("'" + path + "': not a JSON array of pieces");
+    return j.get<std::vector<std::string>>();
+  } catch (const nlohmann::json::exception& e) {
+    throw DataError("'" + path + "': not a JSON array of pieces: " + e.what());
+  }
+}
+
 }  // namespace
 
 DatasetInfo read_dataset_info(const std::string& dir) {
@@ -152,11 +172,31 @@ DatasetInfo read_dataset_info(const std::string& dir) {
     info.tgt_vocab_size = need(info.meta, "vocab.tgt_size", path).get<int>();
     info.src_spm_path = dir + "/" + need(info.meta, "vocab.src_model", path).get<std::string>();
     info.tgt_spm_path = dir + "/" + need(info.meta, "vocab.tgt_model", path).get<std::string>();
+    const auto& vocab = info.meta["vocab"];
+    for (auto [key, pieces] : {std::pair{"src_pieces", &info.src_pieces}, std::pair{"tgt_pieces", &info.tgt_pieces}})
+      if (vocab.contains(key)) *pieces = read_piece_table(dir + "/" + vocab[key].get<std::string>());
   } catch (const nlohmann::json::exception& e) {
     throw DataError("'" + path + "': malformed: " + e.what());
   }
   return info;
 }
+
+namespace {
+text::SentencePieceVocab dataset_vocab(const std::string& spm_path, const std::vector<std::string>& pieces) {
+  if (pieces.empty()) return text::SentencePieceVocab::load(spm_path);
+  std::ifstream in(spm_path, std::ios::binary);
+  if (!in) throw DataError("cannot read the SentencePiece model '" + spm_path + "'");
+  std::string proto((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  try {
+    return text::SentencePieceVocab::from_serialized(proto, pieces);
+  } catch (const DataError& e) {
+    throw DataError("'" + spm_path + "' with its piece table: " + e.what());
+  }
+}
+}  // namespace
+
+text::SentencePieceVocab source_vocab(const DatasetInfo& info) { return dataset_vocab(info.src_spm_path, info.src_pieces); }
+text::SentencePieceVocab target_vocab(const DatasetInfo& info) { return dataset_vocab(info.tgt_spm_path, info.tgt_pieces); }
 
 ParallelSplit open_split(const DatasetInfo& info, const std::string& split) {
   if (split != "train" && split != "valid" && split != "test")

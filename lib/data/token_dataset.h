@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text/sentencepiece_vocab.h"
+
 namespace parla::data {
 
 // The .idx header: magic, version, token width, counts; then (sentences + 1) uint64 offsets in tokens.
@@ -48,11 +50,20 @@ struct DatasetInfo {
   int src_vocab_size = 0, tgt_vocab_size = 0;
   bool joint = true;
   std::string src_spm_path, tgt_spm_path;  // absolute or relative to the working directory (dir + file name)
+  // The piece of each id when the ids are not the SentencePiece models' own (a dataset encoded with an imported
+  // model's vocabularies, vocab.from_checkpoint); empty otherwise.
+  std::vector<std::string> src_pieces, tgt_pieces;
   nlohmann::json meta;                     // the whole meta.json
 };
 
-// Reads DIR/meta.json. Throws DataError naming the file and the missing or malformed key.
+// Reads DIR/meta.json (and the piece tables it names). Throws DataError naming the file and the missing or
+// malformed key.
 DatasetInfo read_dataset_info(const std::string& dir);
+
+// The vocabularies the dataset was encoded with: its SentencePiece models, numbered by its piece tables when it has
+// them. DataError naming the file when one does not load.
+text::SentencePieceVocab source_vocab(const DatasetInfo& info);
+text::SentencePieceVocab target_vocab(const DatasetInfo& info);
 
 struct ParallelSplit {
   TokenDataset src, tgt;

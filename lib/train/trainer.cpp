@@ -24,6 +24,7 @@
 #include "train/bert_pretraining.h"
 #include "train/distributed.h"
 #include "train/dynamic_loss_scaler.h"
+#include "train/fine_tuning.h"
 #include "train/lr_schedule.h"
 #include "train/metrics_log.h"
 #include "train/optimizer_state.h"
@@ -55,6 +56,10 @@ void check_training_config(const Config& cfg) {
   if (!t.init_encoder_from.empty() && t.task != "translation")
     throw ConfigError("training.init_encoder_from initialises a translation model; training.task is '" + t.task +
                       "'");
+  if (!t.init_from.empty() && t.task != "translation")
+    throw ConfigError("training.init_from fine-tunes a translation model; training.task is '" + t.task + "'");
+  if (!t.init_from.empty() && !t.init_encoder_from.empty())
+    throw ConfigError("training.init_from and training.init_encoder_from both initialise the model: give one");
 }
 
 std::vector<std::string> model_config_differences(const nlohmann::json& checkpoint, const nlohmann::json& current) {
@@ -188,6 +193,12 @@ struct Trainer::Impl {
     if (opts.resume.empty() && !opts.overwrite && fs::exists(last))
       throw UsageError("'" + last + "' exists: continue it with --resume, or start over with --overwrite or "
                        "another --save-dir");
+    if (!t.init_from.empty() && opts.resume.empty()) {
+      const auto start = models::read_meta(t.init_from);
+      check_fine_tuning_start(start, t.init_from, cfg, info);
+      models::load_weights(t.init_from, *model);
+      spdlog::info("fine-tuning: starting from the weights of '{}'", t.init_from);
+    }
     if (!t.init_encoder_from.empty() && opts.resume.empty()) {
       auto* tt = dynamic_cast<TranslationTask*>(task.get());
       tt->init_encoder_from(t.init_encoder_from);
@@ -337,6 +348,8 @@ struct Trainer::Impl {
     meta.config = config::to_json(cfg);
     meta.src_spm = src_spm;
     meta.tgt_spm = tgt_spm;
+    meta.src_pieces = info.src_pieces;
+    meta.tgt_pieces = info.tgt_pieces;
     meta.info = info_json();
     std::string last = save_dir + "/checkpoint_last.pt";
     models::save_checkpoint(last, *model, meta, [&](models::TensorArchive& a) {

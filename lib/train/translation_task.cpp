@@ -54,7 +54,7 @@ TranslationTask::TranslationTask(const Config& cfg, const data::DatasetInfo& inf
       throw DataError("'" + ref_path + "' has " + std::to_string(refs.size()) + " lines but the valid split has " +
                       std::to_string(valid_->tgt.size()) + " sentences");
     for (int64_t id : valid_ids_) valid_refs_.push_back(refs[static_cast<size_t>(id)]);
-    tgt_vocab_ = text::SentencePieceVocab::load(info.tgt_spm_path);
+    tgt_vocab_ = data::target_vocab(info);
   }
 }
 

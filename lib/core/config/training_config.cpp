@@ -105,6 +105,12 @@ const config::SectionSchema<TrainingConfig>& TrainingConfig::schema() {
     s.add("init_encoder_from", &TrainingConfig::init_encoder_from,
           "BERT checkpoint whose encoder weights initialise the translation model's encoder.")
         .flag("--init-encoder-from");
+    s.add("init_from", &TrainingConfig::init_from,
+          "Translation checkpoint to fine-tune: the run starts from its weights and takes its `model` section "
+          "(only the dropout keys of yours apply; another architecture key that differs is an error). The dataset "
+          "must be encoded with its vocabularies (`vocab.from_checkpoint`). Optimizer and step start afresh; "
+          "`--resume` continues a run instead.")
+        .flag("--init-from,--pretrained-model");
     s.add("mlm_prob", &TrainingConfig::mlm_prob,
           "BERT: fraction of tokens selected for masked-LM prediction (80% [MASK], 10% random, 10% kept).",
           between(0.001, 1));

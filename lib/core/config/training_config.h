@@ -56,6 +56,9 @@ struct TrainingConfig {
   std::string metrics_file = "metrics.jsonl";  // JSON lines in save_dir
   std::string dump_batches;        // file of every training batch (rank 0), for the reference peer ("" = off)
   std::string init_encoder_from;   // BERT checkpoint whose encoder initialises a translation model
+  // A translation checkpoint whose weights and architecture (its model section) a new run starts from:
+  // fine-tuning. Its dataset must be encoded with the checkpoint's vocabularies (vocab.from_checkpoint).
+  std::string init_from;
 
   // BERT pretraining (Devlin et al. 2019, section 3.1).
   double mlm_prob = 0.15;          // fraction of tokens chosen for prediction

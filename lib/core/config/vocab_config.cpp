@@ -31,6 +31,11 @@ const config::SectionSchema<VocabConfig>& VocabConfig::schema() {
           "own default `nmt_nfkc` rewrites e.g. `…` to `...`. Unicode normalisation belongs in "
           "`data.clean.unicode_normalization`.",
           one_of({"identity", "nfkc", "nmt_nfkc", "nfkc_cf", "nmt_nfkc_cf"}));
+    s.add("from_checkpoint", &VocabConfig::from_checkpoint,
+          "A parla checkpoint (e.g. one `parla-convert` imported) whose vocabularies encode the corpus instead of "
+          "newly trained SentencePiece models, so that `training.init_from` can fine-tune it; the other `vocab` "
+          "keys are then unused.")
+        .flag("--vocab-from");
     s.on_finalize([](VocabConfig& v, const std::set<std::string>&) {
       for (const auto& sym : v.user_defined_symbols) {
         if (sym.empty() || sym.find_first_of(", \t\n") != std::string::npos)

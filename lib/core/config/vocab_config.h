@@ -20,6 +20,9 @@ struct VocabConfig {
   // SentencePiece's normalisation. Its default nmt_nfkc rewrites characters users expect back ("…" -> "...",
   // "²" -> "2"); identity keeps decode(encode(x)) == x for every cleaned line. Normalise in data.clean instead.
   std::string normalization_rule = "identity";
+  // A parla checkpoint whose SentencePiece models and piece tables encode the corpus instead of newly trained
+  // ones (fine-tuning it, e.g. an imported OPUS-MT model); the other vocab keys are then unused.
+  std::string from_checkpoint;
 
   static const config::SectionSchema<VocabConfig>& schema();
 };
