@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
+#include "convert/hf_marian_layout.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "data/output_file.h"
@@ -118,27 +119,20 @@ void export_hf_marian(const std::string& checkpoint, const std::string& out) {
       st.write(to + "." + parts[k] + "_proj.bias", b.narrow(0, static_cast<int64_t>(k) * d, d).contiguous());
     }
   };
-  for (int l = 0; l < cfg.encoder_layers; ++l) {
-    const std::string from = "encoder.layers." + std::to_string(l), to = "model.encoder.layers." + std::to_string(l);
-    split(from + ".self_attn.qkv_proj", {"q", "k", "v"}, to + ".self_attn");
-    linear_out(from + ".self_attn.out_proj", to + ".self_attn.out_proj");
-    norm(from + ".self_attn_norm", to + ".self_attn_layer_norm");
-    linear_in(from + ".ffn.fc1", to + ".fc1");
-    linear_out(from + ".ffn.fc2", to + ".fc2");
-    norm(from + ".ffn_norm", to + ".final_layer_norm");
-  }
-  for (int l = 0; l < cfg.decoder_layers; ++l) {
-    const std::string from = "decoder.layers." + std::to_string(l), to = "model.decoder.layers." + std::to_string(l);
-    split(from + ".self_attn.qkv_proj", {"q", "k", "v"}, to + ".self_attn");
-    linear_out(from + ".self_attn.out_proj", to + ".self_attn.out_proj");
-    norm(from + ".self_attn_norm", to + ".self_attn_layer_norm");
-    linear_in(from + ".cross_attn.q_proj", to + ".encoder_attn.q_proj");
-    split(from + ".cross_attn.kv_proj", {"k", "v"}, to + ".encoder_attn");
-    linear_out(from + ".cross_attn.out_proj", to + ".encoder_attn.out_proj");
-    norm(from + ".cross_attn_norm", to + ".encoder_attn_layer_norm");
-    linear_in(from + ".ffn.fc1", to + ".fc1");
-    linear_out(from + ".ffn.fc2", to + ".fc2");
-    norm(from + ".ffn_norm", to + ".final_layer_norm");
+  for (const bool decoder : {false, true}) {
+    const std::string side = decoder ? "decoder" : "encoder";
+    for (int l = 0; l < (decoder ? cfg.decoder_layers : cfg.encoder_layers); ++l) {
+      const std::string from = side + ".layers." + std::to_string(l) + ".",
+                        to = "model." + side + ".layers." + std::to_string(l) + ".";
+      for (const auto& x : hf_marian_layer(decoder)) {
+        switch (x.kind) {
+          case LayerWeight::kStacked: split(from + x.parla, x.parts, to + x.hf); break;
+          case LayerWeight::kReadsResidual: linear_in(from + x.parla, to + x.hf); break;
+          case LayerWeight::kWritesResidual: linear_out(from + x.parla, to + x.hf); break;
+          case LayerWeight::kNorm: norm(from + x.parla, to + x.hf); break;
+        }
+      }
+    }
   }
 
   const bool bos_start = model->start_id() == models::kBosId;

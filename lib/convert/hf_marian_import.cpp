@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "convert/hf_marian_layout.h"
 #include "core/error.h"
 #include "formats/bounded_file.h"
 #include "formats/json_file.h"
@@ -217,27 +218,21 @@ ImportedModel read_hf_marian(const std::string& dir) {
     m.weights[to + ".weight"] = torch::cat(ws, 0);
     m.weights[to + ".bias"] = torch::cat(bs, 0);
   };
-  for (int l = 0; l < cfg.encoder_layers; ++l) {
-    const std::string from = "model.encoder.layers." + std::to_string(l), to = "encoder.layers." + std::to_string(l);
-    stacked(from + ".self_attn", {"q", "k", "v"}, to + ".self_attn.qkv_proj");
-    linear(from + ".self_attn.out_proj", to + ".self_attn.out_proj", d, d);
-    norm(from + ".self_attn_layer_norm", to + ".self_attn_norm");
-    linear(from + ".fc1", to + ".ffn.fc1", ffn, d);
-    linear(from + ".fc2", to + ".ffn.fc2", d, ffn);
-    norm(from + ".final_layer_norm", to + ".ffn_norm");
-  }
-  for (int l = 0; l < cfg.decoder_layers; ++l) {
-    const std::string from = "model.decoder.layers." + std::to_string(l), to = "decoder.layers." + std::to_string(l);
-    stacked(from + ".self_attn", {"q", "k", "v"}, to + ".self_attn.qkv_proj");
-    linear(from + ".self_attn.out_proj", to + ".self_attn.out_proj", d, d);
-    norm(from + ".self_attn_layer_norm", to + ".self_attn_norm");
-    linear(from + ".encoder_attn.q_proj", to + ".cross_attn.q_proj", d, d);
-    stacked(from + ".encoder_attn", {"k", "v"}, to + ".cross_attn.kv_proj");
-    linear(from + ".encoder_attn.out_proj", to + ".cross_attn.out_proj", d, d);
-    norm(from + ".encoder_attn_layer_norm", to + ".cross_attn_norm");
-    linear(from + ".fc1", to + ".ffn.fc1", ffn, d);
-    linear(from + ".fc2", to + ".ffn.fc2", d, ffn);
-    norm(from + ".final_layer_norm", to + ".ffn_norm");
+  for (const bool decoder : {false, true}) {
+    const std::string side = decoder ? "decoder" : "encoder";
+    for (int l = 0; l < (decoder ? cfg.decoder_layers : cfg.encoder_layers); ++l) {
+      const std::string from = "model." + side + ".layers." + std::to_string(l) + ".",
+                        to = side + ".layers." + std::to_string(l) + ".";
+      for (const auto& x : hf_marian_layer(decoder)) {
+        const int64_t wide = x.inner ? ffn : d;
+        switch (x.kind) {
+          case LayerWeight::kStacked: stacked(from + x.hf, x.parts, to + x.parla); break;
+          case LayerWeight::kReadsResidual: linear(from + x.hf, to + x.parla, wide, d); break;
+          case LayerWeight::kWritesResidual: linear(from + x.hf, to + x.parla, d, wide); break;
+          case LayerWeight::kNorm: norm(from + x.hf, to + x.parla); break;
+        }
+      }
+    }
   }
   w.check_all_used();
   m.info = {{"imported_from", dir}, {"format", "huggingface-marian"}};
