@@ -17,7 +17,7 @@ struct LayerWeight {
   Kind kind;
   std::string hf, parla;           // names within the layer, without ".weight" / ".bias"
   bool inner = false;              // reads or writes the feed-forward's inner width (ffn_dim) instead of d_model
-  std::vector<std::string> parts;  // kStacked: MarianMT's projections, "q", "k", "v", under hf + "." + p + "_proj"
+  std::vector<std::string> parts = {};  // kStacked: MarianMT's projections, "q", "k", "v", under hf + "." + p + "_proj"
 };
 
 // The weights of one encoder (decoder = false) or decoder layer, in order.
