@@ -158,8 +158,8 @@ bool SentenceBatcher::batch_ready(Clock::time_point now, Clock::time_point& wake
   if (queue_.empty()) return false;
   const auto& oldest = queue_.front();
   const auto deadline =
-      oldest.arrived + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(
-                           limits_.max_wait_ms));
+      std::max(oldest.arrived, last_batch_end_) +
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(limits_.max_wait_ms));
   if (now >= deadline) return true;
   // Full: enough sentences with the oldest's settings to fill the sentence or token budget.
   size_t sentences = 0, tokens = 0, requests = 0;
@@ -260,6 +260,7 @@ void SentenceBatcher::run() {
       if (failure.empty()) metrics_->sentences_translated(items.size(), source_tokens, target_tokens);
     }
     lock.lock();
+    last_batch_end_ = Clock::now();
   }
 }
 

@@ -6,7 +6,11 @@
 // an answer. Torch-free: the decoder is a function (the app passes decode::Translator's).
 //
 // A batch is decoded when it is full (batch_size sentences, or batch_tokens padded source tokens) or when the
-// oldest waiting sentence has waited max_wait_ms. Requests are served in arrival order, but a batch takes their
+// oldest waiting sentence has waited max_wait_ms, counted from the end of the previous batch if that is later:
+// the clients a batch has just answered get max_wait_ms to send their next sentences. Without that pause, 64
+// clients that each send a sentence when answered split into two alternating half batches (the sentences that
+// came in during one batch form the next one at once, before the ones it answered are back), and the server
+// decoded 40% fewer sentences per second than the thread-per-connection one it replaced (issue 36). Requests are served in arrival order, but a batch takes their
 // sentences round-robin (one from each waiting request in turn, each request's longest first), so a request of a
 // thousand lines does not hold back a one-line request that arrives after it: the small one joins the next batch.
 // Within a request, sentences of similar length end up in the same batch, which keeps padding low.
@@ -74,7 +78,8 @@ std::unique_ptr<DecodingStream> as_decoding_stream(std::unique_ptr<Stream> strea
 struct BatcherLimits {
   size_t batch_size = 64;     // sentences per batch
   size_t batch_tokens = 0;    // padded source tokens per batch (EOS included); 0 = no token budget
-  double max_wait_ms = 5;     // the oldest sentence's wait before a batch that is not full is decoded anyway
+  double max_wait_ms = 5;     // the wait (from the oldest sentence's arrival or the last batch's end, whichever is
+                              // later) before a batch that is not full is decoded anyway
   size_t batch_requests = 0;  // requests per batch; 0 = any
   size_t join_min = 1;        // continuous: sentences that join a running stream together (or all it has room for)
   size_t max_queue = 4096;    // sentences waiting; submit() refuses a request that would exceed it
@@ -176,6 +181,7 @@ class SentenceBatcher {
   std::condition_variable wake_;
   std::list<Entry> queue_;  // arrival order
   size_t waiting_ = 0;      // sentences in queue_ not yet taken
+  Clock::time_point last_batch_end_{};  // static batching: when the last batch's answers were delivered
   bool stopping_ = false;
   std::thread worker_;
 };

@@ -18,7 +18,9 @@ const config::SectionSchema<ServeConfig>& ServeConfig::schema() {
           "Padded source tokens per decoder batch (longest source x sentences); 0 = batch_size only.", at_least(0))
         .flag("--batch-tokens,--max-tokens");
     s.add("max_wait_ms", &ServeConfig::max_wait_ms,
-          "Milliseconds the oldest waiting sentence may wait for its batch to fill before it is decoded anyway.",
+          "Milliseconds the oldest waiting sentence may wait for its batch to fill before it is decoded anyway, "
+          "counted from the end of the previous batch if that is later (so that the clients it answered can send "
+          "their next sentences in time to join).",
           at_least(0)).flag("--max-wait-ms");
     s.add("batch_requests", &ServeConfig::batch_requests,
           "Requests that may share one decoder batch; 0 = any number, 1 = no cross-request batching (each "

@@ -12,7 +12,8 @@ struct ServeConfig {
   int port = 8080;                 // TCP port; 0 = any free port (the log names it)
   int batch_size = 64;             // sentences per decoder batch, from any number of requests
   int batch_tokens = 0;            // padded source tokens per decoder batch; 0 = by batch_size only
-  double max_wait_ms = 5;          // how long the oldest waiting sentence may wait for its batch to fill
+  double max_wait_ms = 5;          // how long the oldest waiting sentence may wait for its batch to fill (counted
+                                   // from the previous batch's end if later)
   int batch_requests = 0;          // requests that may share one batch; 0 = any (1 = no cross-request batching)
   bool continuous = false;         // continuous batching: sentences join and leave a running batch between steps
   int join_min = 1;                // continuous batching: sentences that join a running batch together
