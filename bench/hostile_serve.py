@@ -5,12 +5,13 @@ Starts parla-serve (--port 0), then runs each attack while a probe opens a fresh
 --probe-interval seconds and asks GET /health and POST /translate (one short sentence). For each attack it checks
 that the server lives, that every probe was answered, that /health was answered within --probe-ms (100 by
 default; with --quick, as in CTest, one probe per attack may take up to ten times that, a scheduling hiccup on 2
-cores shared with other tests: --probe-misses), that
-the attack itself got the answer it should, and that the resident memory stayed within --rss-mb of what it was
-before the attack and came back to within a quarter of that afterwards (VmRSS from /proc). The probe runs in a
-process of its own. The server runs under RLIMIT_AS --server-memory-gb, so that an old server's bombs fail inside
-it rather than take the machine down. A last step sends SIGTERM while slow
-connections are open and checks exit 0 within the drain timeout plus one second.
+cores shared with other tests: --probe-misses), that the attack itself got the answer it should, and that the
+resident memory stayed within --rss-mb of what it was before the attack (long-word, valid work at the limits:
+--rss-mb-long-word) and came back to within a quarter of that afterwards (VmRSS from /proc). It prints when the
+slowest probe started, counted from the attack's start. The probe runs in a process of its own. The server runs
+under RLIMIT_AS --server-memory-gb, so that an old server's bombs fail inside it rather than take the machine
+down. A last step sends SIGTERM while slow connections are open and checks exit 0 within the drain timeout plus
+one second.
 
     python3 bench/hostile_serve.py --bin build/bin/parla-serve \
         -m ../shared/models/multi30k-en-de-small/average.pt -c ../shared/models/multi30k-en-de-small/config.json \
@@ -189,7 +190,7 @@ class Probe:
 
     def __init__(self, server, interval):
         self.server, self.interval = server, interval
-        self.health, self.translate, self.rss = [], [], []
+        self.health, self.translate, self.rss, self.when = [], [], [], []
         self.stopping = multiprocessing.Event()
         self.results = multiprocessing.Queue()
         self.process = multiprocessing.Process(target=self.run, daemon=True)
@@ -198,28 +199,34 @@ class Probe:
         self.process.start()
 
     def run(self):
-        health, translate, rss = [], [], []
+        health, translate, rss, when = [], [], [], []
+        start = time.monotonic()
         while not self.stopping.is_set():
+            when.append(time.monotonic() - start)
             status, _, t = request(self.server.port, "GET", "/health")
             health.append(t if status == 200 else None)
             status, _, t = request(self.server.port, "POST", "/translate", b'{"text": "A dog runs."}')
             translate.append(t if status == 200 else None)
             rss.append(self.server.rss_mb())
             self.stopping.wait(self.interval)
-        self.results.put((health, translate, rss))
+        self.results.put((health, translate, rss, when))
 
     def stop(self):
         self.stopping.set()
-        self.health, self.translate, self.rss = self.results.get(timeout=30)
+        self.health, self.translate, self.rss, self.when = self.results.get(timeout=30)
         self.process.join()
 
 
-def summary(values):
+def summary(values, when=None):
+    """Answered count, p50 and max latency; with `when` (each probe's start, seconds after the attack's), when the
+    slowest started."""
     ok = [v for v in values if v is not None]
     if not ok:
         return f"0/{len(values)} answered"
+    slowest = max(ok)
+    at = f" at +{when[values.index(slowest)]:.1f} s" if when else ""
     return (f"{len(ok)}/{len(values)} answered, p50 {1e3 * statistics.median(ok):.1f} ms, "
-            f"max {1e3 * max(ok):.1f} ms")
+            f"max {1e3 * slowest:.1f} ms{at}")
 
 
 def raise_fd_limit():
@@ -536,6 +543,9 @@ def main():
                    help="/health probes per attack allowed over --probe-ms, by at most ten times (1 with --quick, "
                         "else 0)")
     p.add_argument("--rss-mb", type=float, default=512, help="RSS growth allowed during an attack")
+    p.add_argument("--rss-mb-long-word", type=float, default=None,
+                   help="RSS growth allowed during long-word, which is valid work at the limits: 16 sentences cut to "
+                        "256 pieces, decoded together to the output limit (twice --rss-mb by default)")
     p.add_argument("--drain", type=float, default=5, help="the server's --drain-timeout")
     p.add_argument("--max-request-bytes", type=int, default=1 << 20, help="the server's serve.max_request_bytes")
     p.add_argument("--max-sentences", type=int, default=1024)
@@ -596,7 +606,8 @@ def main():
             log(f"[{name}] {what} ({took:.1f} s)")
             log(f"    server {'alive' if alive else server.exit_description()}; RSS {before:.0f} MB before, "
                 f"{peak:.0f} MB peak, {after:.0f} MB after")
-            log(f"    fresh /health: {summary(probe.health)}; fresh /translate: {summary(probe.translate)}")
+            log(f"    fresh /health: {summary(probe.health, probe.when)}; fresh /translate: "
+                f"{summary(probe.translate, probe.when)}")
             if not alive:
                 fails.append(f"the server died ({server.exit_description()})")
             health_ok = [h for h in probe.health if h is not None]
@@ -612,8 +623,13 @@ def main():
             # there the probe must only be answered eventually, which the next attack's probes show.
             if name != "long-word" and any(t is None for t in probe.translate):
                 fails.append("a /translate probe was not answered")
-            if peak - before > args.rss_mb:
-                fails.append(f"RSS grew by {peak - before:.0f} MB (> {args.rss_mb:.0f})")
+            # long-word's peak is the decoder's: 16 x 256 pieces x beam 5 with attention caches to the output limit
+            # (on the Multi30k model 0.7-0.8 GB with beam 5, 0.2 GB with beam 1); the old server's was tokenizing.
+            bound = args.rss_mb
+            if name == "long-word":
+                bound = args.rss_mb_long_word if args.rss_mb_long_word is not None else 2 * args.rss_mb
+            if peak - before > bound:
+                fails.append(f"RSS grew by {peak - before:.0f} MB (> {bound:.0f})")
             if alive and after - before > args.rss_mb / 4:
                 fails.append(f"RSS stayed {after - before:.0f} MB above its level before the attack")
             failures += [f"{name}: {f}" for f in fails]
