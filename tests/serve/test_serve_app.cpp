@@ -22,6 +22,7 @@
 
 #include "support/run.h"
 #include "support/files.h"
+#include "support/marian_folder.h"
 #include "support/temp_dir.h"
 #include "support/tiny_checkpoint.h"
 
@@ -498,5 +499,22 @@ TEST_CASE("HEAD gets GET's headers without a body, a compressed body is 415, a l
   REQUIRE(m);
   CHECK_THAT(m->body, Catch::Contains("parla_requests_total{code=\"415\"} 1"));
   CHECK_THAT(m->body, Catch::Contains("parla_requests_total{code=\"431\"} 1"));
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("an imported MarianMT model (Marian's piece numbering, decoding from pad) is served with "
+          "parla-translate's translations", "[serve_app]") {
+  TempDir dir("serve-imported");
+  const auto ckpt = dir.file("imported.pt");
+  auto c = run("parla-convert", {"-q", "hf", parla::testing::write_marian_folder(dir, "marian"), "-o", ckpt});
+  INFO(c.err);
+  REQUIRE(c.exit_code == 0);
+  const std::vector<std::string> lines = {"the dog runs", "a small green tree", "we see the house"};
+  std::string text;
+  for (const auto& l : lines) text += l + "\n";
+  auto r = run("parla-translate", {"-q", "-m", ckpt, "-b", "2", "--threads", "1"}, dir.write("in.txt", text));
+  REQUIRE(r.exit_code == 0);
+  Server s({"-m", ckpt});
+  CHECK(post(s, {{"texts", lines}, {"beam_size", 2}})["translations"] == json(parla::testing::split_lines(r.out)));
   CHECK(s.stop() == 0);
 }
