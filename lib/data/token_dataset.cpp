@@ -8,10 +8,10 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <iterator>
 #include <stdexcept>
 
 #include "core/error.h"
+#include "formats/bounded_file.h"
 
 namespace parla::data {
 
@@ -132,14 +132,7 @@ const nlohmann::json& need(const nlohmann::json& root, const std::string& key, c
 }
 // A JSON array of strings (preprocess writes it), at most 64 MiB.
 std::vector<std::string> read_piece_table(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError("cannot read the piece table '" + path + "'");
-  std::string text;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    text.append(buf, static_cast<size_t>(in.gcount()));
-    if (text.size() > (64u << 20)) throw DataError("'" + path + "': a piece table over 64 MiB");
-  }
+  const std::string text = formats::read_bounded_file(path, 64u << 20);
   try {
     auto j = nlohmann::json::parse(text);
     if (!j.is_array()) throw DataError("'" + path + "': not a JSON array of pieces");
@@ -184,9 +177,7 @@ DatasetInfo read_dataset_info(const std::string& dir) {
 namespace {
 text::SentencePieceVocab dataset_vocab(const std::string& spm_path, const std::vector<std::string>& pieces) {
   if (pieces.empty()) return text::SentencePieceVocab::load(spm_path);
-  std::ifstream in(spm_path, std::ios::binary);
-  if (!in) throw DataError("cannot read the SentencePiece model '" + spm_path + "'");
-  std::string proto((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::string proto = formats::read_bounded_file(spm_path, 64u << 20);
   try {
     return text::SentencePieceVocab::from_serialized(proto, pieces);
   } catch (const DataError& e) {

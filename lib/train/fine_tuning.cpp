@@ -1,8 +1,6 @@
 #include "train/fine_tuning.h"
 
 #include <algorithm>
-#include <fstream>
-#include <iterator>
 
 #include "core/error.h"
 
@@ -12,12 +10,6 @@ namespace {
 
 const std::vector<std::string> kTrainingOnly = {"dropout", "attention_dropout", "activation_dropout",
                                                 "source_word_dropout", "target_word_dropout"};
-
-std::string file_bytes(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw DataError("cannot read '" + path + "'");
-  return std::string(std::istreambuf_iterator<char>(in), {});
-}
 
 }  // namespace
 
@@ -53,7 +45,7 @@ Config fine_tuning_config(const config::ConfigBuilder& builder) {
 }
 
 void check_fine_tuning_start(const models::ModelMeta& meta, const std::string& path, const Config& cfg,
-                             const data::DatasetInfo& info) {
+                             const data::DatasetInfo& info, const std::string& src_spm, const std::string& tgt_spm) {
   models::require_float_checkpoint(meta, path, "training.init_from");
   const std::string type = meta.config.value("/model/type"_json_pointer, std::string("transformer"));
   if (type == "bert")
@@ -69,7 +61,7 @@ void check_fine_tuning_start(const models::ModelMeta& meta, const std::string& p
     throw ConfigError("training.init_from '" + path + "': the model config differs (a fine-tuning run keeps the "
                       "checkpoint's architecture):" + diffs);
   // The dataset's ids must mean what the checkpoint's embeddings were trained on.
-  const bool same = file_bytes(info.src_spm_path) == meta.src_spm && file_bytes(info.tgt_spm_path) == meta.tgt_spm &&
+  const bool same = src_spm == meta.src_spm && tgt_spm == meta.tgt_spm &&
                     info.src_pieces == meta.src_pieces && info.tgt_pieces == meta.tgt_pieces;
   if (!same)
     throw ConfigError("training.init_from '" + path + "': dataset '" + info.dir + "' was not encoded with the "

@@ -22,8 +22,9 @@ Config fine_tuning_config(const config::ConfigBuilder& builder);
 
 // Refuses (ConfigError naming the file, the dataset and what differs) a start from checkpoint `path` unless it is a
 // float translation checkpoint whose architecture is `cfg`'s (training-only keys aside) and whose SentencePiece
-// models and piece tables are the ones `info`'s dataset was encoded with.
+// models (`src_spm`, `tgt_spm`: the dataset's model files' bytes, as the trainer read them) and piece tables are
+// the ones `info`'s dataset was encoded with.
 void check_fine_tuning_start(const models::ModelMeta& meta, const std::string& path, const Config& cfg,
-                             const data::DatasetInfo& info);
+                             const data::DatasetInfo& info, const std::string& src_spm, const std::string& tgt_spm);
 
 }  // namespace parla::train

@@ -195,7 +195,7 @@ struct Trainer::Impl {
                        "another --save-dir");
     if (!t.init_from.empty() && opts.resume.empty()) {
       const auto start = models::read_meta(t.init_from);
-      check_fine_tuning_start(start, t.init_from, cfg, info);
+      check_fine_tuning_start(start, t.init_from, cfg, info, src_spm, tgt_spm);
       models::load_weights(t.init_from, *model);
       spdlog::info("fine-tuning: starting from the weights of '{}'", t.init_from);
     }
