@@ -39,7 +39,7 @@ import threading
 import time
 
 TCP_CLOSE, TCP_CLOSE_WAIT = 7, 8  # tcp_info.tcpi_state (linux/tcp.h)
-ATTACKS = ["deep-json", "slowloris", "idle", "long-word", "gzip-bomb", "chunked-bomb", "many-headers",
+ATTACKS = ["deep-json", "slowloris", "close-storm", "idle", "long-word", "gzip-bomb", "chunked-bomb", "many-headers",
            "long-header", "pipeline", "half-close", "slow-reader", "mid-body-disconnect", "sigterm"]
 
 
@@ -308,6 +308,39 @@ def attack_slowloris(server, args):
             f"{args.seconds} s; {reopened} closed by the server and reopened"), []
 
 
+def attack_close_storm(server, args):
+    """Thousands of slow connections closed at once, then a fresh client: the server's event loop has a close to
+    handle for each, and the newcomer must not wait behind them (the probe process samples too coarsely to land
+    in that window, so this attack times its own /health right after the closes)."""
+    rounds = 2 if args.quick else 5
+    n = args.storm_connections
+    took, failed_total = [], 0
+    for _ in range(rounds):
+        socks, failed = open_connections(server.port, n, 30)
+        failed_total += failed
+        for s in socks:
+            try:
+                s.sendall(b"GET /health HTTP/1.1\r\nX-Slow: ")
+            except OSError:
+                pass
+        time.sleep(1.0)  # every connection accepted and waiting for the rest of its header
+        for s in socks:
+            s.close()
+        status, _, t = request(server.port, "GET", "/health")
+        took.append(t if status == 200 else None)
+        time.sleep(1.0)
+    fails = []
+    ok = [t for t in took if t is not None]
+    if len(ok) < len(took):
+        fails.append(f"{len(took) - len(ok)} of {len(took)} /health requests right after the closes unanswered")
+    slow = sorted(t for t in ok if t * 1e3 > args.probe_ms)
+    if len(slow) > args.probe_misses or (slow and slow[-1] * 1e3 > 10 * args.probe_ms):
+        fails.append(f"{len(slow)} /health requests right after the closes took over {args.probe_ms:.0f} ms")
+    times = ", ".join(f"{1e3 * t:.1f}" if t is not None else "none" for t in took)
+    return (f"{rounds} rounds of {n} slow connections ({failed_total} could not connect) closed at once; a fresh "
+            f"/health right after each: {times} ms"), fails
+
+
 def attack_idle(server, args):
     socks, failed = open_connections(server.port, args.connections, 30)
     time.sleep(args.seconds)
@@ -502,7 +535,8 @@ def attack_mid_body_disconnect(server, args):
 
 
 ATTACK_FNS = {
-    "deep-json": attack_deep_json, "slowloris": attack_slowloris, "idle": attack_idle,
+    "deep-json": attack_deep_json, "slowloris": attack_slowloris, "close-storm": attack_close_storm,
+    "idle": attack_idle,
     "long-word": attack_long_word, "gzip-bomb": attack_gzip_bomb, "chunked-bomb": attack_chunked_bomb,
     "many-headers": attack_many_headers, "long-header": attack_long_header, "pipeline": attack_pipeline,
     "half-close": attack_half_close, "slow-reader": attack_slow_reader,
@@ -536,6 +570,8 @@ def main():
     p.add_argument("-c", "--config", default="")
     p.add_argument("--attacks", default=",".join(ATTACKS))
     p.add_argument("--connections", type=int, default=10000, help="slow and idle connections (fd limit permitting)")
+    p.add_argument("--storm-connections", type=int, default=9000,
+                   help="close-storm's connections, closed at once (fd limit permitting; not reduced by --quick)")
     p.add_argument("--seconds", type=float, default=20, help="how long each slow attack lasts")
     p.add_argument("--probe-interval", type=float, default=0.25)
     p.add_argument("--probe-ms", type=float, default=100, help="a fresh /health must be answered within this")
@@ -566,6 +602,7 @@ def main():
         log(f"note: the file-descriptor limit is {fd_limit}: {fd_limit - 64} connections instead of "
             f"{args.connections}")
         args.connections = fd_limit - 64
+    args.storm_connections = min(args.storm_connections, fd_limit - 64)
     wanted = args.attacks.split(",")
     unknown = [a for a in wanted if a not in ATTACKS]
     if unknown:
