@@ -82,7 +82,7 @@ int main(int argc, char** argv) {
     if (config.decoding.sampling)
       throw parla::ConfigError("key 'decoding.sampling': parla-serve does not serve sampling (answers must not "
                                "depend on the batch); set it to false");
-    if (!config.decoding.alignment.empty())
+    if (config.decoding.alignment != parla::AlignmentOutput::kNone)
       throw parla::ConfigError("key 'decoding.alignment': parla-serve does not serve alignments; set it to \"\"");
     if (config.decoding.beam_size > config.serve.max_beam_size)
       throw parla::ConfigError("key 'decoding.beam_size' (" + std::to_string(config.decoding.beam_size) +

@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
     b.set("training.precision", precision, "bench");
     b.set("runtime.device", device_spec, "bench");
     auto cfg = b.build();
-    const auto dtype = parla::runtime::resolve_precision(precision, device, "bench_train precision");
+    const auto dtype = parla::runtime::resolve_precision(cfg.training.precision, device, "bench_train precision");
 
     // Bare forward + backward (+ the same loss) on one batch of the same shape, as bench_model.
     torch::manual_seed(1);

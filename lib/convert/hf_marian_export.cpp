@@ -74,14 +74,14 @@ void export_hf_marian(const std::string& checkpoint, const std::string& out) {
                     "CTranslate2 instead (tools/export-ctranslate2.py), which can");
   };
   auto* model = dynamic_cast<models::TransformerModel*>(loaded.model.get());
-  if (!model) refuse("model.type is '" + cfg.type + "'");
-  if (cfg.norm != "post") refuse("model.norm is '" + cfg.norm + "' (MarianMT is post-norm)");
-  if (cfg.positions != "sinusoidal") refuse("model.positions is '" + cfg.positions + "'");
+  if (!model) refuse("model.type is '" + std::string(config::name_of(cfg.type)) + "'");
+  if (cfg.norm != LayerNormPlacement::kPost) refuse("model.norm is '" + std::string(config::name_of(cfg.norm)) + "' (MarianMT is post-norm)");
+  if (cfg.positions != PositionEncoding::kSinusoidal) refuse("model.positions is '" + std::string(config::name_of(cfg.positions)) + "'");
   for (const auto& a : {cfg.attention, cfg.encoder_attention, cfg.decoder_attention})
     if (!a.empty() && a != "full") refuse("self-attention is '" + a + "'");
 
   const int64_t d = cfg.d_model;
-  const auto order = cfg.sinusoidal_layout == "interleaved" ? concatenating_order(d) : torch::arange(d);
+  const auto order = cfg.sinusoidal_layout == SinusoidalLayout::kInterleaved ? concatenating_order(d) : torch::arange(d);
   auto params = model->named_parameters(true);
   auto p = [&](const std::string& name) { return params[name].detach().to(torch::kFloat); };
   auto cols = [&](const torch::Tensor& w) { return w.index_select(1, order).contiguous(); };

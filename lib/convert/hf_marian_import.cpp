@@ -102,16 +102,16 @@ ImportedModel read_hf_marian(const std::string& dir) {
 
   ImportedModel m;
   ModelConfig& cfg = m.model;
-  cfg.type = "transformer";
+  cfg.type = ModelType::kTransformer;
   cfg.d_model = static_cast<int>(d);
   cfg.heads = static_cast<int>(heads);
   cfg.ffn_dim = static_cast<int>(ffn);
   cfg.encoder_layers = static_cast<int>(c.integer("encoder_layers"));
   cfg.decoder_layers = static_cast<int>(c.integer("decoder_layers"));
-  cfg.activation = act;
-  cfg.norm = "post";
-  cfg.positions = "sinusoidal";
-  cfg.sinusoidal_layout = "concatenated";
+  config::parse_choice(act, cfg.activation);  // checked above
+  cfg.norm = LayerNormPlacement::kPost;
+  cfg.positions = PositionEncoding::kSinusoidal;
+  cfg.sinusoidal_layout = SinusoidalLayout::kConcatenated;
   cfg.scale_embeddings = c.has("scale_embedding") && c.boolean("scale_embedding");
   cfg.output_bias = true;
   cfg.max_positions = static_cast<int>(c.integer("max_position_embeddings"));
@@ -152,7 +152,7 @@ ImportedModel read_hf_marian(const std::string& dir) {
   if (bos_start && (start < 0 || start >= vt || tgt_vocab[static_cast<size_t>(start)] != "<s>"))
     throw DataError(config_path + ": decoder_start_token_id " + std::to_string(start) +
                     " is neither the target's <pad> nor its <s>; parla's model.decoder_start is bos or pad");
-  cfg.decoder_start = bos_start ? "bos" : "pad";
+  cfg.decoder_start = bos_start ? DecoderStart::kBos : DecoderStart::kPad;
   auto bos_of = [&](const std::vector<std::string>& v, const std::string& path) {
     return bos_start ? id_of(v, "<s>", path) : int64_t{-1};
   };

@@ -192,19 +192,19 @@ ImportedModel read_marian(const std::string& dir) {
   ImportedModel m;
   ModelConfig& cfg = m.model;
   const int64_t d = o.get<int64_t>("dim-emb"), ffn = o.get<int64_t>("transformer-dim-ffn");
-  cfg.type = "transformer";
+  cfg.type = ModelType::kTransformer;
   cfg.d_model = static_cast<int>(d);
   cfg.ffn_dim = static_cast<int>(ffn);
   cfg.heads = o.get<int>("transformer-heads");
   cfg.encoder_layers = o.get<int>("enc-depth");
   cfg.decoder_layers = o.get<int>("dec-depth");
-  cfg.activation = act;
-  cfg.norm = "post";
-  cfg.positions = "sinusoidal";
-  cfg.sinusoidal_layout = "concatenated";
+  config::parse_choice(act, cfg.activation);  // checked above
+  cfg.norm = LayerNormPlacement::kPost;
+  cfg.positions = PositionEncoding::kSinusoidal;
+  cfg.sinusoidal_layout = SinusoidalLayout::kConcatenated;
   cfg.scale_embeddings = true;
   cfg.output_bias = true;
-  cfg.decoder_start = "pad";
+  cfg.decoder_start = DecoderStart::kPad;
   cfg.dropout = o.get<double>("transformer-dropout", 0.1);
   cfg.attention_dropout = o.get<double>("transformer-dropout-attention", 0.0);
   cfg.activation_dropout = o.get<double>("transformer-dropout-ffn", 0.0);

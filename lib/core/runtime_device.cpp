@@ -70,28 +70,28 @@ c10::Device resolve_device(const DeviceRequest& r) {
   return use_gpu(index);
 }
 
-c10::ScalarType resolve_precision(const std::string& precision, const c10::Device& device, const std::string& key) {
-  if (precision == "fp32") return c10::ScalarType::Float;
-  if (precision == "bf16") {
-    if (device.is_cuda() && !compat::cuda_supports_bf16(device.index()))
-      throw ConfigError(key + " 'bf16': " + device.str() +
-                        " has no bfloat16 (compute capability 8.0 or newer); use fp16 or fp32");
-    return c10::ScalarType::BFloat16;
+c10::ScalarType resolve_precision(Precision precision, const c10::Device& device, const std::string& key) {
+  switch (precision) {
+    case Precision::kFp32:
+      return c10::ScalarType::Float;
+    case Precision::kBf16:
+      if (device.is_cuda() && !compat::cuda_supports_bf16(device.index()))
+        throw ConfigError(key + " 'bf16': " + device.str() +
+                          " has no bfloat16 (compute capability 8.0 or newer); use fp16 or fp32");
+      return c10::ScalarType::BFloat16;
+    case Precision::kFp16:
+      if (!device.is_cuda())
+        throw ConfigError(key + " 'fp16' needs a CUDA device (" + device.str() +
+                          " has no fp16 autocast); use bf16 or fp32 on a CPU");
+      return c10::ScalarType::Half;
+    case Precision::kInt8:
+      if (key != "decoding.precision") throw ConfigError(key + " 'int8' is for decoding only; use fp32, bf16 or fp16");
+      if (!device.is_cpu())
+        throw ConfigError(key + " 'int8' runs on the CPU only, and runtime.device is " + device.str() +
+                          "; use fp16 or bf16 on a GPU");
+      return c10::ScalarType::Float;  // no autocast: the int8 products live in the quantized modules
   }
-  if (precision == "fp16") {
-    if (!device.is_cuda())
-      throw ConfigError(key + " 'fp16' needs a CUDA device (" + device.str() +
-                        " has no fp16 autocast); use bf16 or fp32 on a CPU");
-    return c10::ScalarType::Half;
-  }
-  if (precision == "int8") {
-    if (key != "decoding.precision") throw ConfigError(key + " 'int8' is for decoding only; use fp32, bf16 or fp16");
-    if (!device.is_cpu())
-      throw ConfigError(key + " 'int8' runs on the CPU only, and runtime.device is " + device.str() +
-                        "; use fp16 or bf16 on a GPU");
-    return c10::ScalarType::Float;  // no autocast: the int8 products live in the quantized modules
-  }
-  throw ConfigError(key + " '" + precision + "' is not a precision: use fp32, bf16 or fp16");
+  throw ConfigError(key + " is not a precision: use fp32, bf16 or fp16");
 }
 
 AutocastScope::AutocastScope(const c10::Device& device, c10::ScalarType dtype) : type_(device.type()) {

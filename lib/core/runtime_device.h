@@ -9,6 +9,8 @@
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
 
+#include "core/config/precision.h"
+
 namespace parla::runtime {
 
 struct DeviceRequest {
@@ -33,7 +35,7 @@ int cuda_device_count();
 // fp32 -> Float, bf16 -> BFloat16, fp16 -> Half. ConfigError naming `key` for fp16 on a CPU (no fp16 autocast
 // there) and for bf16 on a GPU without bf16 (compute capability < 8.0). int8 (decoding.precision only, CPU only)
 // -> Float: no autocast, the quantized modules do their own arithmetic (models/int8_quantization.h).
-c10::ScalarType resolve_precision(const std::string& precision, const c10::Device& device, const std::string& key);
+c10::ScalarType resolve_precision(Precision precision, const c10::Device& device, const std::string& key);
 
 // Autocast on `device`'s type for the scope when dtype is not Float (forward and loss; the backward pass follows
 // the casts recorded by autograd). Restores the previous state and clears the cast cache on exit.

@@ -283,7 +283,7 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   if (!data.test_prefix.empty())
     test_files = {text::corpus_file(data.test_prefix, data.src_lang), text::corpus_file(data.test_prefix, data.tgt_lang)};
   std::optional<DocumentRouting> routing;
-  if (data.held_out == "documents") {
+  if (data.held_out == HeldOut::kDocuments) {
     if (data.docids.empty())
       throw ConfigError("data.held_out = documents needs data.docids (--docids FILE): one document id per corpus "
                         "line");
@@ -398,7 +398,7 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   } else {
     uint64_t n_valid = held_out_size("valid", data.valid_size, valid_files.has_value());
     uint64_t n_test = held_out_size("test", data.test_size, test_files.has_value());
-    splits = data.held_out == "last" ? assign_last_splits(n, n_valid, n_test) : assign_splits(n, n_valid, n_test, seed);
+    splits = data.held_out == HeldOut::kLast ? assign_last_splits(n, n_valid, n_test) : assign_splits(n, n_valid, n_test, seed);
   }
   uint64_t n_train = static_cast<uint64_t>(std::count(splits.begin(), splits.end(), Split::kTrain));
   const VocabConfig& vc = cfg.vocab;
@@ -449,7 +449,7 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
     tgt_vocab_ = existing->tgt;
   } else {
     spdlog::info("vocab: training {} {} SentencePiece model{} on {} sentences", vc.joint ? "a joint" : "separate",
-                 vc.model_type, vc.joint ? "" : "s", sample_src.size() + sample_tgt.size());
+                 config::name_of(vc.model_type), vc.joint ? "" : "s", sample_src.size() + sample_tgt.size());
     Progress spm_progress("vocab", "model");
     auto src_trained = text::train_sentencepiece(sample_src, vc, threads, seed);
     sample_src = {};
@@ -468,7 +468,7 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   write_vocab_files(stage, src_name, src_vocab);
   if (!joint) write_vocab_files(stage, tgt_name, tgt_vocab);
   nlohmann::json vocab_meta = {{"joint", joint},
-                               {"type", existing ? "checkpoint" : vc.model_type},
+                               {"type", existing ? "checkpoint" : config::name_of(vc.model_type)},
                                {"src_model", src_model},
                                {"tgt_model", tgt_model},
                                {"src_size", src_vocab.size()},

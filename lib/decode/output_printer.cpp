@@ -6,13 +6,6 @@
 
 namespace parla::decode {
 
-AlignmentFormat parse_alignment_format(const std::string& s) {
-  if (s.empty() || s == "none") return AlignmentFormat::kNone;
-  if (s == "hard") return AlignmentFormat::kHard;
-  if (s == "soft") return AlignmentFormat::kSoft;
-  throw ConfigError("alignment format '" + s + "' is not valid (must be one of: hard, soft)");
-}
-
 std::string hard_alignment(const Hypothesis& h, size_t source_length) {
   std::string out;
   for (size_t t = 0; t < h.tokens.size() && t < h.attention.size(); ++t) {

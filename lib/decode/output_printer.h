@@ -12,13 +12,13 @@
 #include <string>
 #include <vector>
 
+#include "core/config/decoding_config.h"
 #include "decode/hypothesis.h"
 
 namespace parla::decode {
 
-enum class AlignmentFormat { kNone, kHard, kSoft };
-// "", "hard", "soft" (decoding.alignment); throws ConfigError otherwise.
-AlignmentFormat parse_alignment_format(const std::string& s);
+// decoding.alignment, parsed with the config.
+using AlignmentFormat = AlignmentOutput;
 
 // "s-t" pairs: target piece t (EOS excluded) to argmax_s attention[t][s] over the `source_length` real source
 // pieces (EOS excluded unless the source is empty).

@@ -14,7 +14,7 @@ SearchOptions SearchOptions::from_config(const DecodingConfig& d) {
   o.max_length_factor = d.max_length_factor;
   o.max_length_offset = d.max_length_offset;
   o.min_length = d.min_length;
-  o.attention = !d.alignment.empty();
+  o.attention = d.alignment != AlignmentOutput::kNone;
   o.sampling = d.sampling;
   o.temperature = d.temperature;
   o.top_k = d.top_k;

@@ -61,7 +61,7 @@ Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, text::Senten
   model_->to(device_);
   model_->eval();
   printer_.n_best = cfg.n_best > 1;
-  printer_.alignment = parse_alignment_format(cfg.alignment);
+  printer_.alignment = cfg.alignment;
   // The source needs one position for EOS.
   int64_t limit = model_->max_positions();
   const bool unlimited = limit == std::numeric_limits<int64_t>::max();
@@ -89,11 +89,11 @@ Translator Translator::load(const std::vector<std::string>& checkpoints, const D
       throw DataError("checkpoint " + path + " uses different SentencePiece models than " + checkpoints[0] +
                       ": ensemble members must share their vocabularies");
     }
-    if (!loaded.meta.int8.empty() && cfg.precision != "int8" && cfg.precision != "fp32")
-      throw ConfigError("decoding.precision '" + cfg.precision + "': " + path +
+    if (!loaded.meta.int8.empty() && cfg.precision != Precision::kInt8 && cfg.precision != Precision::kFp32)
+      throw ConfigError("decoding.precision '" + std::string(config::name_of(cfg.precision)) + "': " + path +
                         " is an int8 checkpoint; it decodes with int8 (or fp32, which means the same for it)");
-    if (cfg.precision == "int8" && loaded.meta.int8.empty()) models::quantize_int8(*loaded.model);
-    const bool int8 = cfg.precision == "int8" || !loaded.meta.int8.empty();
+    if (cfg.precision == Precision::kInt8 && loaded.meta.int8.empty()) models::quantize_int8(*loaded.model);
+    const bool int8 = cfg.precision == Precision::kInt8 || !loaded.meta.int8.empty();
     spdlog::info("loaded {} ({} model{})", path,
                  loaded.meta.config.value("model", nlohmann::json::object()).value("type", std::string("?")),
                  int8 ? ", int8 on " + nn::int8::activation_code().isa : std::string());

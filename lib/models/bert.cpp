@@ -14,7 +14,7 @@ BertModel::BertModel(const ModelConfig& cfg, int64_t vocab) : cfg_(cfg), vocab_(
   const int64_t d = cfg.d_model;
   token_embed = register_module("token_embed", nn::Embedding(vocab, d, false, kPadId));
   segment_embed = register_module("segment_embed", nn::Embedding(cfg.segments, d, false, -1));
-  positions = register_module("positions", nn::PositionalEncoding("learned", cfg.max_positions, d));
+  positions = register_module("positions", nn::PositionalEncoding(PositionEncoding::kLearned, cfg.max_positions, d));
   embed_norm = register_module("embed_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({d})));
   encoder = register_module("encoder", TransformerEncoder(cfg));
   mlm_dense = register_module("mlm_dense", torch::nn::Linear(d, d));
@@ -57,9 +57,9 @@ void init_encoder_from_bert(Seq2SeqModel& model, const BertModel& bert) {
       a.encoder_layers != b.encoder_layers || a.norm != b.norm)
     throw ConfigError("key 'model': the BERT encoder (d_model " + std::to_string(b.d_model) + ", ffn_dim " +
                       std::to_string(b.ffn_dim) + ", heads " + std::to_string(b.heads) + ", " +
-                      std::to_string(b.encoder_layers) + " layers, " + b.norm + "-norm) does not match the model's (" +
+                      std::to_string(b.encoder_layers) + " layers, " + config::name_of(b.norm) + "-norm) does not match the model's (" +
                       std::to_string(a.d_model) + ", " + std::to_string(a.ffn_dim) + ", " + std::to_string(a.heads) +
-                      ", " + std::to_string(a.encoder_layers) + ", " + a.norm + ")");
+                      ", " + std::to_string(a.encoder_layers) + ", " + config::name_of(a.norm) + ")");
   torch::NoGradGuard no_grad;
   auto from = bert.encoder->named_parameters(true);
   for (auto& p : transformer->encoder->named_parameters(true)) {

@@ -213,7 +213,7 @@ std::shared_ptr<torch::nn::Module> build_saved_model(const std::string& path, co
     builder.merge(nlohmann::json{{"model", meta.config["model"]}}, "checkpoint " + path);
     const ModelConfig cfg = builder.build().model;
     build_within_file_budget(path, [&] {
-      if (cfg.type == "bert")
+      if (cfg.type == ModelType::kBert)
         model = build_bert(cfg, meta.tgt_vocab_size);
       else
         model = build_seq2seq(cfg, meta.src_vocab_size, meta.tgt_vocab_size);

@@ -50,8 +50,8 @@ bool RnnState::append(DecoderState& base) {
 }
 
 RnnModel::RnnModel(const ModelConfig& cfg, int64_t src_vocab, int64_t tgt_vocab)
-    : cfg_(cfg), src_vocab_(src_vocab), tgt_vocab_(tgt_vocab), lstm_(cfg.rnn_cell == "lstm"),
-      bahdanau_(cfg.rnn_attention == "bahdanau") {
+    : cfg_(cfg), src_vocab_(src_vocab), tgt_vocab_(tgt_vocab), lstm_(cfg.rnn_cell == RnnCell::kLstm),
+      bahdanau_(cfg.rnn_attention == RnnAttention::kBahdanau) {
   const int64_t e = cfg.embed_dim, h = cfg.rnn_hidden, layers = cfg.rnn_layers;
   if (src_vocab < 4 || tgt_vocab < 4)
     throw ConfigError("vocabulary sizes " + std::to_string(src_vocab) + "/" + std::to_string(tgt_vocab) +
@@ -59,8 +59,8 @@ RnnModel::RnnModel(const ModelConfig& cfg, int64_t src_vocab, int64_t tgt_vocab)
   if (cfg.share_embeddings && src_vocab != tgt_vocab)
     throw ConfigError("key 'model.share_embeddings': needs a joint vocabulary, but the source has " +
                       std::to_string(src_vocab) + " and the target " + std::to_string(tgt_vocab) + " entries");
-  if (cfg.decoder_start != "bos")
-    throw ConfigError("key 'model.decoder_start': the rnn model starts from bos; '" + cfg.decoder_start +
+  if (cfg.decoder_start != DecoderStart::kBos)
+    throw ConfigError("key 'model.decoder_start': the rnn model starts from bos; '" + std::string(config::name_of(cfg.decoder_start)) +
                       "' is for Transformer models");
   if (cfg.tie_output && e != h)
     throw ConfigError("key 'model.tie_output': the rnn model ties the output projection to the target embedding, "

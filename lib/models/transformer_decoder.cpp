@@ -16,7 +16,7 @@ void TransformerDecoderCache::select_memory(const torch::Tensor& sentences) {
 }
 
 TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const ModelConfig& cfg, int layer)
-    : pre_norm_(cfg.norm == "pre"), dropout_(cfg.dropout) {
+    : pre_norm_(cfg.norm == LayerNormPlacement::kPre), dropout_(cfg.dropout) {
   self_attn = register_module("self_attn", nn::MultiHeadAttention(self_attention_options(cfg, true, layer)));
   nn::MultiHeadAttentionOptions cross;
   cross.d_model = cfg.d_model;
@@ -69,7 +69,7 @@ torch::Tensor TransformerDecoderLayerImpl::step(const torch::Tensor& x, nn::Self
 TransformerDecoderImpl::TransformerDecoderImpl(const ModelConfig& cfg) {
   layers = register_module("layers", torch::nn::ModuleList());
   for (int i = 0; i < cfg.decoder_layers; ++i) layers->push_back(TransformerDecoderLayer(cfg, i));
-  if (cfg.norm == "pre")
+  if (cfg.norm == LayerNormPlacement::kPre)
     final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));
 }
 

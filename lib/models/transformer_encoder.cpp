@@ -43,7 +43,7 @@ nn::MultiHeadAttentionOptions self_attention_options(const ModelConfig& cfg, boo
 }
 
 TransformerEncoderLayerImpl::TransformerEncoderLayerImpl(const ModelConfig& cfg, int layer)
-    : pre_norm_(cfg.norm == "pre"), dropout_(cfg.dropout) {
+    : pre_norm_(cfg.norm == LayerNormPlacement::kPre), dropout_(cfg.dropout) {
   self_attn = register_module("self_attn", nn::MultiHeadAttention(self_attention_options(cfg, false, layer)));
   ffn = register_module("ffn", nn::FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.activation_dropout));
   self_attn_norm = register_module("self_attn_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));
@@ -67,7 +67,7 @@ torch::Tensor TransformerEncoderLayerImpl::forward(const torch::Tensor& x, const
 TransformerEncoderImpl::TransformerEncoderImpl(const ModelConfig& cfg) {
   layers = register_module("layers", torch::nn::ModuleList());
   for (int i = 0; i < cfg.encoder_layers; ++i) layers->push_back(TransformerEncoderLayer(cfg, i));
-  if (cfg.norm == "pre")
+  if (cfg.norm == LayerNormPlacement::kPre)
     final_norm = register_module("final_norm", torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})));
 }
 

@@ -6,18 +6,8 @@
 
 namespace parla::nn {
 
-FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t ffn_dim, const std::string& activation,
-                                 double activation_dropout)
-    : activation_dropout_(activation_dropout) {
-  if (activation == "relu")
-    activation_ = Activation::relu;
-  else if (activation == "gelu")
-    activation_ = Activation::gelu;
-  else if (activation == "swish")
-    activation_ = Activation::swish;
-  else
-    throw ConfigError("key 'model.activation': unknown activation '" + activation +
-                      "' (must be one of: relu, gelu, swish)");
+FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t ffn_dim, Activation activation, double activation_dropout)
+    : activation_(activation), activation_dropout_(activation_dropout) {
   fc1 = register_module("fc1", Linear(d_model, ffn_dim));
   fc2 = register_module("fc2", Linear(ffn_dim, d_model));
   for (auto* l : {&fc1, &fc2}) {
@@ -28,9 +18,9 @@ FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t ffn_dim, const std::st
 
 torch::Tensor FeedForwardImpl::forward(const torch::Tensor& x) {
   auto h = fc1(x);
-  h = activation_ == Activation::gelu    ? torch::gelu(h)
-      : activation_ == Activation::swish ? torch::silu(h)
-                                         : torch::relu(h);
+  h = activation_ == Activation::kGelu    ? torch::gelu(h)
+      : activation_ == Activation::kSwish ? torch::silu(h)
+                                          : torch::relu(h);
   if (activation_dropout_ > 0 && is_training()) h = torch::dropout(h, activation_dropout_, true);
   return fc2(h);
 }

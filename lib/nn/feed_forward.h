@@ -7,20 +7,20 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include "core/config/model_config.h"
 #include "nn/linear.h"
 
 namespace parla::nn {
 
 class FeedForwardImpl : public torch::nn::Module {
  public:
-  // activation: "relu", "gelu" or "swish".
-  FeedForwardImpl(int64_t d_model, int64_t ffn_dim, const std::string& activation, double activation_dropout);
+  FeedForwardImpl(int64_t d_model, int64_t ffn_dim, Activation activation, double activation_dropout);
   torch::Tensor forward(const torch::Tensor& x);
 
   Linear fc1{nullptr}, fc2{nullptr};
 
  private:
-  enum class Activation { relu, gelu, swish } activation_;
+  Activation activation_;
   double activation_dropout_;
 };
 TORCH_MODULE(FeedForward);

@@ -23,17 +23,11 @@ torch::Tensor sinusoidal_table(int64_t length, int64_t dim, int64_t offset, bool
   return pe.to(torch::kFloat);
 }
 
-PositionalEncodingImpl::PositionalEncodingImpl(const std::string& kind, int64_t max_positions, int64_t dim,
-                                               const std::string& layout)
-    : max_positions_(max_positions), dim_(dim), concatenated_(layout == "concatenated") {
-  if (layout != "interleaved" && layout != "concatenated")
-    throw ConfigError("key 'model.sinusoidal_layout': unknown layout '" + layout +
-                      "' (must be one of: interleaved, concatenated)");
-  if (kind == "learned") {
+PositionalEncodingImpl::PositionalEncodingImpl(PositionEncoding kind, int64_t max_positions, int64_t dim,
+                                               SinusoidalLayout layout)
+    : max_positions_(max_positions), dim_(dim), concatenated_(layout == SinusoidalLayout::kConcatenated) {
+  if (kind == PositionEncoding::kLearned)
     weight = register_parameter("weight", torch::randn({max_positions, dim}) * std::pow(static_cast<double>(dim), -0.5));
-  } else if (kind != "sinusoidal") {
-    throw ConfigError("key 'model.positions': unknown positions '" + kind + "' (must be one of: sinusoidal, learned)");
-  }
 }
 
 int64_t PositionalEncodingImpl::max_positions() const {

@@ -9,6 +9,8 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
+#include "core/config/model_config.h"
+
 namespace parla::nn {
 
 // The sinusoidal table [length, dim] for positions offset .. offset+length-1 (dim may be odd; concatenated puts
@@ -17,9 +19,8 @@ torch::Tensor sinusoidal_table(int64_t length, int64_t dim, int64_t offset = 0, 
 
 class PositionalEncodingImpl : public torch::nn::Module {
  public:
-  // kind: "sinusoidal" or "learned"; layout (sinusoidal): "interleaved" or "concatenated".
-  PositionalEncodingImpl(const std::string& kind, int64_t max_positions, int64_t dim,
-                         const std::string& layout = "interleaved");
+  PositionalEncodingImpl(PositionEncoding kind, int64_t max_positions, int64_t dim,
+                         SinusoidalLayout layout = SinusoidalLayout::kInterleaved);
   // Encodings [length, dim] of positions offset .. offset+length-1. Sinusoidal: on `like`'s device and dtype
   // (pass the embedding weight's options), so a model moved with ->to(cuda) gets its table there although the
   // table is no buffer (checkpoints written before devices existed have no entry for it). Learned: the weight's

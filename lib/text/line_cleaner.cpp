@@ -68,7 +68,7 @@ bool is_unicode_space(char32_t c) {
 bool is_control(char32_t c) { return c < 0x20 || (c >= 0x7F && c <= 0x9F) || c == 0xFEFF; }
 
 LineCleaner::LineCleaner(const CleanConfig& config) : config_(config) {
-  if (parse_normalization_form(config_.unicode_normalization) != NormalizationForm::kNone)
+  if (config_.unicode_normalization != NormalizationForm::kNone)
     require_normalization_support();
 }
 
@@ -77,7 +77,7 @@ bool LineCleaner::clean(std::string_view in, std::string& out, LineEdits* edits)
   LineEdits e;
   std::string a(in), b;
   // Normalisation first: NFKC can produce spaces (U+00A0 -> U+0020) that the later steps then collapse.
-  NormalizationForm form = parse_normalization_form(config_.unicode_normalization);
+  const NormalizationForm form = config_.unicode_normalization;
   if (form != NormalizationForm::kNone) {
     b = normalize(a, form);
     e.unicode = b != a;

@@ -94,13 +94,6 @@ std::string to_utf8(const char16_t* s, size_t n) {
 
 }  // namespace
 
-NormalizationForm parse_normalization_form(const std::string& name) {
-  if (name == "none") return NormalizationForm::kNone;
-  if (name == "nfc") return NormalizationForm::kNfc;
-  if (name == "nfkc") return NormalizationForm::kNfkc;
-  throw ConfigError("unknown Unicode normalisation '" + name + "' (expected none, nfc or nfkc)");
-}
-
 void require_normalization_support() {
   if (!icu().error.empty()) throw ConfigError(icu().error);
 }

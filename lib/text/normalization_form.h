@@ -5,12 +5,12 @@
 #include <string>
 #include <string_view>
 
+#include "core/config/data_config.h"
+
 namespace parla::text {
 
-enum class NormalizationForm { kNone, kNfc, kNfkc };
-
-// "none", "nfc", "nfkc" (data.clean.unicode_normalization). Throws ConfigError for anything else.
-NormalizationForm parse_normalization_form(const std::string& name);
+// data.clean.unicode_normalization, parsed with the config.
+using NormalizationForm = UnicodeNormalization;
 
 // Normalises valid UTF-8 text. Throws ConfigError when ICU cannot be loaded (naming the library), so the
 // failure shows before any data is read if the caller checks with normalization_available() first.

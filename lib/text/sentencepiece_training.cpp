@@ -54,7 +54,7 @@ SentencePieceTrainingResult train_sentencepiece(const std::vector<std::string>& 
   int vocab_size = config.vocab_size;
   const auto& lib = detail::sentencepiece_library();
   std::vector<std::string> word_lines;
-  const bool word_counts = bpe_from_word_counts && config.model_type == "bpe";
+  const bool word_counts = bpe_from_word_counts && config.model_type == SubwordModel::kBpe;
   if (word_counts) word_lines = word_count_lines(sentences);
   const auto& input = word_counts ? word_lines : sentences;
   if (input.empty()) throw DataError("no training sentences left for SentencePiece after cleaning");
@@ -66,7 +66,7 @@ SentencePieceTrainingResult train_sentencepiece(const std::vector<std::string>& 
   }
   for (int attempt = 0; attempt < 3; ++attempt) {
     std::unordered_map<std::string, std::string> kw = {
-        {"model_type", config.model_type},
+        {"model_type", config::name_of(config.model_type)},
         {"vocab_size", std::to_string(vocab_size)},
         {"character_coverage", format_double(config.character_coverage)},
         {"byte_fallback", config.byte_fallback ? "true" : "false"},

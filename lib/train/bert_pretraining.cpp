@@ -48,7 +48,7 @@ std::pair<int64_t, int64_t> truncated(int64_t la, int64_t lb, int64_t budget) {
 }  // namespace
 
 BertPretrainingTask::BertPretrainingTask(const Config& cfg, const data::DatasetInfo& info) : cfg_(cfg) {
-  if (cfg.model.type != "bert") throw ConfigError("training.task 'bert' needs model.type 'bert'");
+  if (cfg.model.type != ModelType::kBert) throw ConfigError("training.task 'bert' needs model.type 'bert'");
   model_ = models::build_bert(cfg.model, info.src_vocab_size);
   max_len_ = std::min<int64_t>(cfg.training.bert_max_len, cfg.model.max_positions);
   // SentencePiece numbers user-defined symbols right after the four special ids, in the order given, so the

@@ -8,11 +8,9 @@
 
 namespace parla::train {
 
-LrSchedule::LrSchedule(std::string kind, double lr, int64_t warmup_steps, double min_lr, int64_t max_steps)
-    : kind_(std::move(kind)), lr_(lr), min_lr_(min_lr), warmup_(warmup_steps), max_steps_(max_steps) {
-  if (kind_ != "inverse_sqrt" && kind_ != "constant" && kind_ != "cosine")
-    throw ConfigError("unknown learning-rate schedule '" + kind_ + "' (inverse_sqrt, constant, cosine)");
-  if (kind_ == "cosine" && max_steps_ <= warmup_)
+LrSchedule::LrSchedule(LrScheduleKind kind, double lr, int64_t warmup_steps, double min_lr, int64_t max_steps)
+    : kind_(kind), lr_(lr), min_lr_(min_lr), warmup_(warmup_steps), max_steps_(max_steps) {
+  if (kind_ == LrScheduleKind::kCosine && max_steps_ <= warmup_)
     throw ConfigError("the cosine schedule needs training.max_steps (" + std::to_string(max_steps_) +
                       ") above training.warmup_steps (" + std::to_string(warmup_) + ")");
 }
@@ -25,9 +23,9 @@ double LrSchedule::operator()(int64_t step) const {
   step = std::max<int64_t>(step, 1);
   if (warmup_ > 0 && step < warmup_) return lr_ * static_cast<double>(step) / static_cast<double>(warmup_);
   double lr = lr_;
-  if (kind_ == "inverse_sqrt") {
+  if (kind_ == LrScheduleKind::kInverseSqrt) {
     lr = lr_ * std::sqrt(static_cast<double>(std::max<int64_t>(warmup_, 1)) / static_cast<double>(step));
-  } else if (kind_ == "cosine") {
+  } else if (kind_ == LrScheduleKind::kCosine) {
     double t = std::min(1.0, static_cast<double>(step - warmup_) / static_cast<double>(max_steps_ - warmup_));
     lr = min_lr_ + (lr_ - min_lr_) * 0.5 * (1.0 + std::cos(M_PI * t));
   }

@@ -8,25 +8,22 @@
 //    (Loshchilov & Hutter 2017, SGDR, one cycle without restarts).
 // Every schedule is floored at min_lr after warm-up. Stateless: a resumed run only needs the step.
 #include <cstdint>
-#include <string>
 
-namespace parla {
-struct TrainingConfig;
-}
+#include "core/config/training_config.h"
 
 namespace parla::train {
 
 class LrSchedule {
  public:
-  // kind: inverse_sqrt, constant or cosine. max_steps is needed by cosine only.
-  LrSchedule(std::string kind, double lr, int64_t warmup_steps, double min_lr = 0.0, int64_t max_steps = 0);
+  // max_steps is needed by cosine only.
+  LrSchedule(LrScheduleKind kind, double lr, int64_t warmup_steps, double min_lr = 0.0, int64_t max_steps = 0);
   static LrSchedule from_config(const TrainingConfig& t);
 
   double operator()(int64_t step) const;
-  const std::string& kind() const { return kind_; }
+  LrScheduleKind kind() const { return kind_; }
 
  private:
-  std::string kind_;
+  LrScheduleKind kind_;
   double lr_, min_lr_;
   int64_t warmup_, max_steps_;
 };

@@ -47,17 +47,17 @@ void check_training_config(const Config& cfg) {
   if (t.max_steps == 0 && t.max_epochs == 0 && t.max_time == 0 && t.patience == 0)
     throw ConfigError("training would never stop: set training.max_steps, training.max_epochs, training.max_time "
                       "or training.patience (early stopping)");
-  if (t.early_stop_metric == "bleu" && (!t.valid_bleu || t.task != "translation"))
+  if (t.early_stop_metric == ValidationMetric::kBleu && (!t.valid_bleu || t.task != TrainingTask::kTranslation))
     throw ConfigError("training.early_stop_metric 'bleu' needs training.valid_bleu = true and the translation task");
-  if (t.task == "bert" && cfg.model.type != "bert")
-    throw ConfigError("training.task 'bert' needs model.type 'bert' (got '" + cfg.model.type + "')");
-  if (t.task == "translation" && cfg.model.type == "bert")
+  if (t.task == TrainingTask::kBert && cfg.model.type != ModelType::kBert)
+    throw ConfigError("training.task 'bert' needs model.type 'bert' (got '" + std::string(config::name_of(cfg.model.type)) + "')");
+  if (t.task == TrainingTask::kTranslation && cfg.model.type == ModelType::kBert)
     throw ConfigError("model.type 'bert' is trained with training.task 'bert' (got 'translation')");
-  if (!t.init_encoder_from.empty() && t.task != "translation")
-    throw ConfigError("training.init_encoder_from initialises a translation model; training.task is '" + t.task +
-                      "'");
-  if (!t.init_from.empty() && t.task != "translation")
-    throw ConfigError("training.init_from fine-tunes a translation model; training.task is '" + t.task + "'");
+  if (!t.init_encoder_from.empty() && t.task != TrainingTask::kTranslation)
+    throw ConfigError("training.init_encoder_from initialises a translation model; training.task is '" +
+                      std::string(config::name_of(t.task)) + "'");
+  if (!t.init_from.empty() && t.task != TrainingTask::kTranslation)
+    throw ConfigError("training.init_from fine-tunes a translation model; training.task is '" + std::string(config::name_of(t.task)) + "'");
   if (!t.init_from.empty() && !t.init_encoder_from.empty())
     throw ConfigError("training.init_from and training.init_encoder_from both initialise the model: give one");
 }
@@ -130,11 +130,14 @@ data::Batch batch_rows(const data::Batch& b, int64_t start, int64_t n) {
   std::abort();  // not reached; TORCH_CHECK_WITH is not declared noreturn
 }
 
-bool lower_is_better(const std::string& metric) { return metric != "bleu"; }
+bool lower_is_better(ValidationMetric metric) { return metric != ValidationMetric::kBleu; }
 
-double metric_value(const ValidationResult& r, const std::string& metric) {
-  if (metric == "bleu") return r.bleu;
-  if (metric == "perplexity") return r.perplexity;
+double metric_value(const ValidationResult& r, ValidationMetric metric) {
+  switch (metric) {
+    case ValidationMetric::kBleu: return r.bleu;
+    case ValidationMetric::kPerplexity: return r.perplexity;
+    case ValidationMetric::kLoss: break;
+  }
   return r.loss;
 }
 
@@ -183,7 +186,7 @@ struct Trainer::Impl {
 
     // The same seed gives the same initial weights and dropout masks on every run (and every rank).
     torch::manual_seed(static_cast<uint64_t>(cfg.runtime.seed));
-    if (t.task == "bert")
+    if (t.task == TrainingTask::kBert)
       task = std::make_unique<BertPretrainingTask>(cfg, info);
     else
       task = std::make_unique<TranslationTask>(cfg, info);
@@ -251,11 +254,11 @@ struct Trainer::Impl {
       throw ConfigError(msg);
     }
     std::string old_task = meta.config.value("/training/task"_json_pointer, std::string("translation"));
-    if (old_task != cfg.training.task)
+    if (old_task != config::name_of(cfg.training.task))
       throw ConfigError("cannot resume from '" + path + "': training.task differs (checkpoint '" + old_task +
-                        "', config '" + cfg.training.task + "')");
+                        "', config '" + config::name_of(cfg.training.task) + "')");
     if (meta.src_vocab_size != info.src_vocab_size ||
-        (cfg.training.task == "translation" && meta.tgt_vocab_size != info.tgt_vocab_size))
+        (cfg.training.task == TrainingTask::kTranslation && meta.tgt_vocab_size != info.tgt_vocab_size))
       throw ConfigError("cannot resume from '" + path + "': vocabulary sizes differ (checkpoint src_vocab_size " +
                         std::to_string(meta.src_vocab_size) + ", tgt_vocab_size " +
                         std::to_string(meta.tgt_vocab_size) + "; dataset '" + info.dir + "' src_vocab_size " +
@@ -326,7 +329,7 @@ struct Trainer::Impl {
       finished_reason = "early_stopping";
       finished_detail = fmt::format("early stopping: {} validations without a better {} (training.patience = {}; "
                                     "best {:.4f} at step {}; {}); raise training.patience to train on",
-                                    state.stale_validations, t.early_stop_metric, t.patience, state.best,
+                                    state.stale_validations, config::name_of(t.early_stop_metric), t.patience, state.best,
                                     state.best_step, where);
     }
   }
@@ -337,7 +340,7 @@ struct Trainer::Impl {
             {"task", cfg.training.task},
             {"dataset", info.dir},
             {"validation", state.valid_history.empty() ? nlohmann::json() : state.valid_history.back()},
-            {"best", {{"metric", cfg.training.early_stop_metric}, {"value", state.best}, {"step", state.best_step}}},
+            {"best", {{"metric", config::name_of(cfg.training.early_stop_metric)}, {"value", state.best}, {"step", state.best_step}}},
             {"valid_history", state.valid_history}};
   }
 
@@ -403,7 +406,7 @@ struct Trainer::Impl {
     model->train();
     rng.restore(device);
     double secs = std::chrono::duration<double>(Clock::now() - t0).count();
-    const std::string& metric = cfg.training.early_stop_metric;
+    const ValidationMetric metric = cfg.training.early_stop_metric;
     double v = metric_value(r, metric);
     bool improved = !state.has_best || (lower_is_better(metric) ? v < state.best : v > state.best);
     if (improved) {
@@ -427,7 +430,7 @@ struct Trainer::Impl {
       metrics.write(rec);
       std::string bleu = r.bleu >= 0 ? fmt::format(" | bleu {:.2f}", r.bleu) : "";
       spdlog::info("valid | step {} | epoch {} | loss {:.4f} | ppl {:.2f}{} | best {} {:.4f} (step {}){} | {}",
-                   state.step, state.epoch, r.loss, r.perplexity, bleu, metric, state.best, state.best_step,
+                   state.step, state.epoch, r.loss, r.perplexity, bleu, config::name_of(metric), state.best, state.best_step,
                    improved ? " *" : "", Progress::format_duration(secs));
     }
     return {improved, patience_exhausted()};
@@ -639,7 +642,7 @@ struct Trainer::Impl {
 
     if (master)
       spdlog::info("training {} ({} parameters) on {} ({} rank{}): {} pairs, {} batches per epoch",
-                   t.task, [&] {
+                   config::name_of(t.task), [&] {
                      int64_t n = 0;
                      for (const auto& p : params) n += p.numel();
                      return n;

@@ -22,7 +22,7 @@ std::vector<int32_t> sentence_lengths(const data::TokenDataset& d) {
 }
 
 TranslationTask::TranslationTask(const Config& cfg, const data::DatasetInfo& info) : cfg_(cfg), info_(info) {
-  if (cfg.model.type == "bert")
+  if (cfg.model.type == ModelType::kBert)
     throw ConfigError("training.task 'translation' needs model.type transformer or rnn, not 'bert'");
   model_ = models::build_seq2seq(cfg.model, info.src_vocab_size, info.tgt_vocab_size);
   train_ = data::open_split(info, "train");
@@ -95,8 +95,8 @@ void TranslationTask::init_encoder_from(const std::string& bert_checkpoint) {
     throw DataError("'" + bert_checkpoint + "' has no model config; is it a parla BERT checkpoint?");
   b.merge(nlohmann::json{{"model", meta.config["model"]}}, bert_checkpoint);
   auto mc = b.build().model;
-  if (mc.type != "bert")
-    throw ConfigError("training.init_encoder_from: '" + bert_checkpoint + "' holds a '" + mc.type +
+  if (mc.type != ModelType::kBert)
+    throw ConfigError("training.init_encoder_from: '" + bert_checkpoint + "' holds a '" + std::string(config::name_of(mc.type)) +
                       "' model, not a BERT model");
   std::shared_ptr<models::BertModel> bert;
   models::build_within_file_budget(bert_checkpoint, [&] { bert = models::build_bert(mc, meta.src_vocab_size); });

@@ -180,8 +180,8 @@ TEST_CASE("a pre-norm model (gelu, a logit bias, separate vocabularies) exports 
           "forced token parla's log-probability, and the MarianMT export refuses it, pointing to CTranslate2") {
   TempDir dir("export-prenorm");
   auto layers = parla::testing::tiny_transformer();
-  layers.norm = "pre";
-  layers.activation = "gelu";
+  layers.norm = parla::LayerNormPlacement::kPre;
+  layers.activation = parla::Activation::kGelu;
   layers.output_bias = true;
   layers.share_embeddings = false;
   const auto ckpt = dir.file("pre.pt");

@@ -91,6 +91,50 @@ TEST_CASE("config: a string outside its choices lists them and suggests the near
   CHECK_THAT(msg, Contains("did you mean 'fp32'"));
 }
 
+// Choice keys are enums once parsed: each documented name reads to a value that writes back as the same name, and
+// anything else is refused naming the key and its choices, for every such key of the schema.
+TEST_CASE("config: every choice key reads and writes each of its names, and refuses any other") {
+  int keys = 0;
+  for (const auto& key : parla::config::all_keys()) {
+    const auto dot = key.rfind('.');
+    parla::config::KeyInfo info;
+    for (const auto& k : parla::config::section_keys(key.substr(0, dot)))
+      if (k.key == key.substr(dot + 1)) info = k;
+    const std::string prefix = "one of: ";
+    if (info.constraint.rfind(prefix, 0) != 0) continue;
+    ++keys;
+    INFO(key);
+    std::vector<std::string> names;
+    std::string list = info.constraint.substr(prefix.size());
+    for (size_t at = 0; at <= list.size();) {
+      const size_t comma = list.find(", ", at);
+      names.push_back(list.substr(at, comma == std::string::npos ? std::string::npos : comma - at));
+      if (comma == std::string::npos) break;
+      at = comma + 2;
+    }
+    std::string pointer = "/" + key;
+    for (auto& ch : pointer)
+      if (ch == '.') ch = '/';
+    for (const auto& name : names) {
+      ConfigBuilder b;
+      b.set(key, name, "test");
+      json written;
+      try {
+        written = parla::config::to_json(b.build())[json::json_pointer(pointer)];
+      } catch (const parla::ConfigError& e) {
+        // A check across keys (training.schedule cosine needs training.max_steps), not this key's choices.
+        CHECK_THAT(e.what(), !Contains("one of:"));
+        continue;
+      }
+      CHECK(written == name);
+    }
+    auto msg = config_error([&] { ConfigBuilder().set(key, "no-such-choice", "test"); });
+    CHECK_THAT(msg, Contains(key));
+    CHECK_THAT(msg, Contains(info.constraint));
+  }
+  CHECK(keys >= 20);  // model.type, decoding.precision, training.task, ... (a schema that lost its choices fails)
+}
+
 TEST_CASE("config: runtime.device takes cpu, cuda, cuda:N or auto and names the key otherwise") {
   for (const char* ok : {"cpu", "cuda", "cuda:0", "cuda:12", "auto"}) {
     ConfigBuilder b;
@@ -177,4 +221,15 @@ TEST_CASE("config: docs/CONFIG.md is the reference generated from the schema") {
     auto dot = key.rfind('.');
     CHECK_THAT(expected, Contains("`" + key.substr(dot + 1) + "`"));
   }
+}
+
+TEST_CASE("config: a choice enum is its name in JSON, written and compared, and a wrong name is refused") {
+  const parla::Config c = ConfigBuilder().build();
+  const json j = {{"task", c.training.task}, {"type", c.model.type}};
+  CHECK(j == json::parse(R"({"task": "translation", "type": "transformer"})"));
+  CHECK(json("transformer") == c.model.type);
+  CHECK(json("rnn") != c.model.type);
+  CHECK(json("cosine").get<parla::LrScheduleKind>() == parla::LrScheduleKind::kCosine);
+  CHECK_THROWS_WITH(json("cosines").get<parla::LrScheduleKind>(),
+                    Contains("one of: inverse_sqrt, constant, cosine"));
 }

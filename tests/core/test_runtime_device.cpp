@@ -67,13 +67,14 @@ TEST_CASE("resolve_device: cuda is cuda:LOCAL_RANK, and missing GPUs and cuda:N 
                     Catch::Contains("runtime.device") && Catch::Contains("WORLD_SIZE"));
 }
 
-TEST_CASE("resolve_precision: fp32 and bf16 on a CPU, while fp16 on a CPU and unknown names are refused naming the key") {
+TEST_CASE("resolve_precision: fp32 and bf16 on a CPU, while fp16 on a CPU and int8 in training are refused naming the key") {
+  using parla::Precision;
   const c10::Device cpu(c10::DeviceType::CPU);
-  CHECK(resolve_precision("fp32", cpu, "decoding.precision") == c10::ScalarType::Float);
-  CHECK(resolve_precision("bf16", cpu, "decoding.precision") == c10::ScalarType::BFloat16);
-  CHECK_THROWS_AS(resolve_precision("fp16", cpu, "decoding.precision"), ConfigError);
-  CHECK_THROWS_WITH(resolve_precision("fp16", cpu, "decoding.precision"), Catch::Contains("decoding.precision"));
-  CHECK_THROWS_WITH(resolve_precision("int8", cpu, "training.precision"), Catch::Contains("training.precision"));
+  CHECK(resolve_precision(Precision::kFp32, cpu, "decoding.precision") == c10::ScalarType::Float);
+  CHECK(resolve_precision(Precision::kBf16, cpu, "decoding.precision") == c10::ScalarType::BFloat16);
+  CHECK_THROWS_AS(resolve_precision(Precision::kFp16, cpu, "decoding.precision"), ConfigError);
+  CHECK_THROWS_WITH(resolve_precision(Precision::kFp16, cpu, "decoding.precision"), Catch::Contains("decoding.precision"));
+  CHECK_THROWS_WITH(resolve_precision(Precision::kInt8, cpu, "training.precision"), Catch::Contains("training.precision"));
 }
 
 TEST_CASE("is_out_of_memory: CUDA's OutOfMemoryError and the CPU allocator's failure, nothing else") {

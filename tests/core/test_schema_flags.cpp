@@ -46,7 +46,7 @@ TEST_CASE("schema flags: a given flag sets its key, an absent one leaves the def
                                            "--cpu-threads", "2", "--device", "cuda:1"});
   CHECK(c.decoding.beam_size == 3);
   CHECK(c.decoding.length_penalty == 1.5);
-  CHECK(c.decoding.alignment == "soft");
+  CHECK(c.decoding.alignment == parla::AlignmentOutput::kSoft);
   CHECK(c.decoding.sampling);
   CHECK(c.runtime.threads == 2);
   CHECK(c.runtime.device == "cuda:1");

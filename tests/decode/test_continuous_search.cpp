@@ -44,8 +44,8 @@ std::vector<NamedModel> models_under_test() {
   auto t = parla::testing::tiny_transformer();
   out.push_back({"transformer", build_for_search(t)});
   auto pre = t;
-  pre.norm = "pre";
-  pre.positions = "learned";
+  pre.norm = parla::LayerNormPlacement::kPre;
+  pre.positions = parla::PositionEncoding::kLearned;
   out.push_back({"transformer pre-norm, learned positions", build_for_search(pre)});
   auto local = t;
   local.attention = "local";
@@ -57,8 +57,8 @@ std::vector<NamedModel> models_under_test() {
   auto gru = parla::testing::tiny_rnn();
   out.push_back({"rnn gru bahdanau", build_for_search(gru)});
   auto lstm = gru;
-  lstm.rnn_cell = "lstm";
-  lstm.rnn_attention = "luong";
+  lstm.rnn_cell = parla::RnnCell::kLstm;
+  lstm.rnn_attention = parla::RnnAttention::kLuong;
   out.push_back({"rnn lstm luong", build_for_search(lstm)});
   out.push_back({"ensemble", std::make_shared<Ensemble>(
                                  std::vector<std::shared_ptr<models::Seq2SeqModel>>{out[0].model, out[4].model})});
@@ -144,7 +144,7 @@ TEST_CASE("continuous search: a search that runs far longer than any sentence re
   torch::manual_seed(8);
   auto t = parla::testing::tiny_transformer();
   t.max_positions = 32;  // learned positions: a row's position must restart at 0 whatever the search's step
-  t.positions = "learned";
+  t.positions = parla::PositionEncoding::kLearned;
   auto model = build_for_search(t);
   const auto sentences = random_sources(150, 40, 33, 14);
   const auto o = continuous_options(2, 1);

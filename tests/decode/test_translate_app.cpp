@@ -319,9 +319,9 @@ TEST_CASE("a translator resolves decoding.precision for its device and names the
   auto t = parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU);
   CHECK(t.device().is_cpu());
   CHECK(t.precision() == torch::kFloat);
-  cfg.precision = "bf16";
+  cfg.precision = parla::Precision::kBf16;
   CHECK(parla::decode::Translator::load({f.checkpoint}, cfg, 1).precision() == torch::kBFloat16);
-  cfg.precision = "fp16";
+  cfg.precision = parla::Precision::kFp16;
   CHECK_THROWS_WITH(parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU),
                     Catch::Contains("decoding.precision"));
 

@@ -20,8 +20,8 @@ namespace {
 
 parla::ModelConfig tiny_bert() {
   auto c = parla::testing::tiny_transformer();
-  c.type = "bert";
-  c.activation = "gelu";
+  c.type = parla::ModelType::kBert;
+  c.activation = parla::Activation::kGelu;
   return c;
 }
 }  // namespace
@@ -57,7 +57,7 @@ TEST_CASE("a BERT encoder initialises a transformer encoder so both encode embed
   torch::manual_seed(2);
   auto bert = build_bert(tiny_bert(), 30);
   auto cfg = tiny_bert();
-  cfg.type = "transformer";
+  cfg.type = parla::ModelType::kTransformer;
   auto model = build_seq2seq(cfg, 30, 25);
   init_encoder_from_bert(*model, *bert);
   auto& t = dynamic_cast<TransformerModel&>(*model);

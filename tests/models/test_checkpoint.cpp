@@ -26,10 +26,10 @@ TEST_CASE("save then load gives a model with identical outputs and the same meta
   TempDir dir("checkpoint");
   torch::manual_seed(1);
   for (auto cfg : {parla::testing::tiny_transformer(), parla::testing::tiny_rnn()}) {
-    cfg.tie_output = cfg.type == "rnn";
-    cfg.positions = "learned";
+    cfg.tie_output = cfg.type == parla::ModelType::kRnn;
+    cfg.positions = parla::PositionEncoding::kLearned;
     auto model = build_seq2seq(cfg, 20, 24);
-    auto path = dir.file(cfg.type + ".pt");
+    auto path = dir.file(std::string(parla::config::name_of(cfg.type)) + ".pt");
     save_checkpoint(path, *model, meta_for(cfg));
     auto loaded = load_seq2seq(path);
     CHECK(loaded.model->vocab_size() == 24);
@@ -106,7 +106,7 @@ TEST_CASE("extra archives written with a checkpoint are read back by load_weight
 TEST_CASE("BERT checkpoints round trip through load_weights") {
   TempDir dir("checkpoint-bert");
   auto cfg = parla::testing::tiny_transformer();
-  cfg.type = "bert";
+  cfg.type = parla::ModelType::kBert;
   auto bert = build_bert(cfg, 30);
   auto path = dir.file("bert.pt");
   save_checkpoint(path, *bert, meta_for(cfg));
@@ -202,9 +202,10 @@ TEST_CASE("a checkpoint saved from a GPU loads on the CPU and one saved from the
   torch::manual_seed(6);
   const torch::Device gpu(torch::kCUDA, 0);
   for (auto cfg : {parla::testing::tiny_transformer(), parla::testing::tiny_rnn()}) {
-    INFO(cfg.type);
+    INFO(parla::config::name_of(cfg.type));
     auto model = build_seq2seq(cfg, 20, 24);
-    auto cpu_path = dir.file(cfg.type + "-cpu.pt"), gpu_path = dir.file(cfg.type + "-gpu.pt");
+    const std::string type = parla::config::name_of(cfg.type);
+    auto cpu_path = dir.file(type + "-cpu.pt"), gpu_path = dir.file(type + "-gpu.pt");
     save_checkpoint(cpu_path, *model, meta_for(cfg));
     model->to(gpu);
     save_checkpoint(gpu_path, *model, meta_for(cfg),

@@ -67,13 +67,13 @@ TEST_CASE("every model kind written in the old TorchScript format loads as it do
   TempDir dir("formats-kinds");
   torch::manual_seed(12);
   auto pre = parla::testing::tiny_transformer();
-  pre.norm = "pre";
+  pre.norm = parla::LayerNormPlacement::kPre;
   auto learned = parla::testing::tiny_transformer();
-  learned.positions = "learned";
+  learned.positions = parla::PositionEncoding::kLearned;
   learned.tie_output = false;
   for (auto cfg : {parla::testing::tiny_transformer(), pre, learned, parla::testing::tiny_rnn()}) {
     for (bool int8 : {false, true}) {
-      INFO(cfg.type << " norm " << cfg.norm << " int8 " << int8);
+      INFO(parla::config::name_of(cfg.type) << " norm " << parla::config::name_of(cfg.norm) << " int8 " << int8);
       auto model = build_seq2seq(cfg, 20, 24);
       if (int8) quantize_int8(*model);
       const auto fresh = dir.file("new.pt"), old = dir.file("old.pt");
@@ -93,7 +93,7 @@ TEST_CASE("every model kind written in the old TorchScript format loads as it do
     }
   }
   auto bert_cfg = parla::testing::tiny_transformer();
-  bert_cfg.type = "bert";
+  bert_cfg.type = parla::ModelType::kBert;
   auto bert = build_bert(bert_cfg, 30);
   save_checkpoint(dir.file("bert.pt"), *bert, meta_for(bert_cfg));
   parla::testing::write_legacy_checkpoint(dir.file("bert.pt"), dir.file("bert-old.pt"));

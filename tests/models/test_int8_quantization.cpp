@@ -84,7 +84,7 @@ TEST_CASE("quantize_int8 replaces every linear layer, embedding table and output
         quantize_int8(*model);
         std::set<std::string> got;
         for (const auto& w : int8_weights(*model)) got.insert(w.first);
-        INFO(cfg.type << " tie " << tie << " share " << share);
+        INFO(parla::config::name_of(cfg.type) << " tie " << tie << " share " << share);
         CHECK(got == expected);
         for (const auto& p : model->named_parameters())
           if (expected.count(p.key())) CHECK(p.value().stride(0) == 0);  // released: one element, zero strides
@@ -191,15 +191,15 @@ TEST_CASE("an int8 checkpoint round-trips its int8 weights exactly", "[int8]") {
 TEST_CASE("int8 is a decoding precision for the CPU: on a GPU, or for training, it is a config error naming the key",
           "[int8]") {
   using parla::runtime::resolve_precision;
-  CHECK(resolve_precision("int8", torch::Device(torch::kCPU), "decoding.precision") == torch::kFloat);
+  CHECK(resolve_precision(parla::Precision::kInt8, torch::Device(torch::kCPU), "decoding.precision") == torch::kFloat);
   try {
-    resolve_precision("int8", torch::Device(torch::kCUDA, 0), "decoding.precision");
+    resolve_precision(parla::Precision::kInt8, torch::Device(torch::kCUDA, 0), "decoding.precision");
     FAIL("int8 on cuda:0 accepted");
   } catch (const parla::ConfigError& e) {
     CHECK(std::string(e.what()).find("decoding.precision") != std::string::npos);
     CHECK(std::string(e.what()).find("cuda:0") != std::string::npos);
   }
-  CHECK_THROWS_AS(resolve_precision("int8", torch::Device(torch::kCPU), "training.precision"), parla::ConfigError);
+  CHECK_THROWS_AS(resolve_precision(parla::Precision::kInt8, torch::Device(torch::kCPU), "training.precision"), parla::ConfigError);
   parla::config::ConfigBuilder b;
   CHECK_THROWS_AS(b.set("training.precision", "int8", "test"), parla::ConfigError);
   CHECK_NOTHROW(b.set("decoding.precision", "int8", "test"));

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "support/choice.h"
 #include "core/error.h"
 #include "models/factory.h"
 #include "models/rnn.h"
@@ -23,8 +24,8 @@ TEST_CASE("rnn incremental decoding equals full-sequence decoding for each cell,
     for (std::string attention : {"bahdanau", "luong"})
       for (bool feeding : {true, false}) {
         auto cfg = tiny_rnn();
-        cfg.rnn_cell = cell;
-        cfg.rnn_attention = attention;
+        cfg.rnn_cell = parla::testing::choice<parla::RnnCell>(cell);
+        cfg.rnn_attention = parla::testing::choice<parla::RnnAttention>(attention);
         cfg.input_feeding = feeding;
         cfg.tie_output = feeding;
         auto model = build_seq2seq(cfg, 20, 24);
@@ -57,7 +58,7 @@ TEST_CASE("rnn source padding does not change the output (packed bidirectional e
 TEST_CASE("rnn state reordering equals decoding the reordered batch") {
   torch::manual_seed(3);
   auto cfg = tiny_rnn();
-  cfg.rnn_cell = "lstm";
+  cfg.rnn_cell = parla::RnnCell::kLstm;
   auto model = build_seq2seq(cfg, 20, 20);
   model->eval();
   torch::NoGradGuard g;
@@ -93,8 +94,8 @@ TEST_CASE("rnn beam reordering (source kept once per sentence) equals decoding t
   for (std::string attention : {"bahdanau", "luong"}) {
     torch::manual_seed(5);
     auto cfg = tiny_rnn();
-    cfg.rnn_attention = attention;
-    cfg.rnn_cell = attention == "luong" ? "lstm" : "gru";
+    cfg.rnn_attention = parla::testing::choice<parla::RnnAttention>(attention);
+    cfg.rnn_cell = attention == "luong" ? parla::RnnCell::kLstm : parla::RnnCell::kGru;
     auto model = build_seq2seq(cfg, 20, 20);
     model->eval();
     torch::NoGradGuard g;

@@ -3,6 +3,7 @@
 
 #include <torch/torch.h>
 
+#include "support/choice.h"
 #include "core/error.h"
 #include "models/factory.h"
 #include "models/transformer.h"
@@ -47,13 +48,13 @@ TEST_CASE("transformer incremental decoding equals full-sequence decoding for ev
     for (std::string positions : {"sinusoidal", "learned"})
       for (std::string attention : {"full", "local", "linear", "sparse", "routing", "performer"}) {
         auto cfg = tiny_transformer();
-        cfg.norm = norm;
-        cfg.positions = positions;
+        cfg.norm = parla::testing::choice<parla::LayerNormPlacement>(norm);
+        cfg.positions = parla::testing::choice<parla::PositionEncoding>(positions);
         cfg.attention = attention;
         cfg.local_window = 2;
         cfg.sparse_block_size = 2;  // so that the patterns leave pairs out of 6 positions
         cfg.routing_clusters = 3;
-        cfg.activation = norm == "pre" ? "gelu" : "relu";
+        cfg.activation = norm == "pre" ? parla::Activation::kGelu : parla::Activation::kRelu;
         auto model = build_seq2seq(cfg, 20, 24);
         INFO(norm << " " << positions << " " << attention);
         CHECK(incremental_vs_full(*model, sample_src(), tgt) < 1e-5);
@@ -230,19 +231,19 @@ TEST_CASE("shared embeddings with different vocabulary sizes are a ConfigError n
   } catch (const parla::ConfigError& e) {
     CHECK(std::string(e.what()).find("model.share_embeddings") != std::string::npos);
   }
-  cfg.type = "bert";
+  cfg.type = parla::ModelType::kBert;
   CHECK_THROWS_AS(build_seq2seq(cfg, 20, 20), parla::ConfigError);
 }
 
 TEST_CASE("a transformer with learned positions reports and enforces its maximum length") {
   auto cfg = tiny_transformer();
-  cfg.positions = "learned";
+  cfg.positions = parla::PositionEncoding::kLearned;
   cfg.max_positions = 6;
   auto model = build_seq2seq(cfg, 20, 20);
   CHECK(model->max_positions() == 6);
   auto src = torch::full({1, 7}, 5, torch::kLong);
   CHECK_THROWS_AS(model->forward(src, torch::full({1, 2}, 2, torch::kLong)), parla::DataError);
-  cfg.positions = "sinusoidal";
+  cfg.positions = parla::PositionEncoding::kSinusoidal;
   CHECK(build_seq2seq(cfg, 20, 20)->max_positions() == INT64_MAX);
 }
 
@@ -250,8 +251,8 @@ TEST_CASE("Marian's variant (swish, concatenated positions, unscaled embeddings,
           "incrementally as it decodes whole, and the bias shifts every logit by its own value") {
   torch::manual_seed(5);
   auto cfg = tiny_transformer();
-  cfg.activation = "swish";
-  cfg.sinusoidal_layout = "concatenated";
+  cfg.activation = parla::Activation::kSwish;
+  cfg.sinusoidal_layout = parla::SinusoidalLayout::kConcatenated;
   cfg.scale_embeddings = false;
   cfg.output_bias = true;
   auto model = std::dynamic_pointer_cast<TransformerModel>(build_seq2seq(cfg, 20, 24));
@@ -295,7 +296,7 @@ TEST_CASE("a transformer on a GPU computes the CPU's outputs and gradients (fp32
     torch::manual_seed(7);
     auto cfg = tiny_transformer();
     cfg.dropout = 0;
-    cfg.positions = positions;
+    cfg.positions = parla::testing::choice<parla::PositionEncoding>(positions);
     auto cpu = build_seq2seq(cfg, 20, 24);
     auto gpu_model = build_seq2seq(cfg, 20, 24);
     {
@@ -339,7 +340,7 @@ TEST_CASE("a transformer under bf16 autocast on a GPU gives the fp32 CPU outputs
   model->to(gpu);
   torch::Tensor bf16;
   {
-    parla::runtime::AutocastScope autocast(gpu, parla::runtime::resolve_precision("bf16", gpu, "test"));
+    parla::runtime::AutocastScope autocast(gpu, parla::runtime::resolve_precision(parla::Precision::kBf16, gpu, "test"));
     bf16 = model->forward(sample_src().to(gpu), tgt_in.to(gpu)).to(torch::kFloat).cpu();
   }
   // bfloat16 keeps 8 bits of mantissa (relative error 2^-8 per rounding); a few roundings per layer on logits

@@ -6,7 +6,7 @@ namespace parla::testing {
 
 inline ModelConfig tiny_transformer() {
   ModelConfig c;
-  c.type = "transformer";
+  c.type = parla::ModelType::kTransformer;
   c.d_model = 16;
   c.ffn_dim = 32;
   c.heads = 4;
@@ -18,7 +18,7 @@ inline ModelConfig tiny_transformer() {
 
 inline ModelConfig tiny_rnn() {
   ModelConfig c;
-  c.type = "rnn";
+  c.type = parla::ModelType::kRnn;
   c.embed_dim = 12;
   c.rnn_hidden = 12;
   c.rnn_layers = 2;

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "support/choice.h"
 #include "core/error.h"
 #include "nn/embedding.h"
 #include "nn/feed_forward.h"
@@ -14,7 +15,7 @@
 using namespace parla::nn;
 
 TEST_CASE("sinusoidal positions follow PE(pos, 2i) = sin(pos / 10000^(2i/d)), PE(pos, 2i+1) = cos(...)") {
-  PositionalEncoding pe("sinusoidal", 0, 6);
+  PositionalEncoding pe(parla::PositionEncoding::kSinusoidal, 0, 6);
   auto t = pe->forward(4, 3, torch::kFloat);  // positions 3..6
   for (int p = 0; p < 4; ++p)
     for (int i = 0; i < 3; ++i) {
@@ -30,7 +31,7 @@ TEST_CASE("concatenated sinusoidal positions put the d/2 sines first, then the c
           "for even and odd d") {
   for (int d : {6, 7}) {
     INFO("d = " << d);
-    PositionalEncoding pe("sinusoidal", 0, d, "concatenated");
+    PositionalEncoding pe(parla::PositionEncoding::kSinusoidal, 0, d, parla::SinusoidalLayout::kConcatenated);
     auto t = pe->forward(4, 3, torch::kFloat);  // positions 3..6
     const int sines = (d + 1) / 2, cosines = d / 2;
     for (int p = 0; p < 4; ++p) {
@@ -41,11 +42,10 @@ TEST_CASE("concatenated sinusoidal positions put the d/2 sines first, then the c
               Approx(std::cos((p + 3) / std::pow(10000.0, 2.0 * i / d))).margin(1e-6));
     }
   }
-  CHECK_THROWS_WITH(PositionalEncoding("sinusoidal", 0, 6, "zigzag"), Catch::Contains("model.sinusoidal_layout"));
 }
 
 TEST_CASE("sinusoidal positions come in the dtype asked for, with the float table's values, and are never saved") {
-  PositionalEncoding pe("sinusoidal", 0, 6);
+  PositionalEncoding pe(parla::PositionEncoding::kSinusoidal, 0, 6);
   auto f = pe->forward(5, 2, torch::kFloat);
   auto d = pe->forward(5, 2, torch::kDouble);
   CHECK(f.scalar_type() == torch::kFloat);
@@ -62,14 +62,14 @@ TEST_CASE("sinusoidal positions come in the dtype asked for, with the float tabl
 
 TEST_CASE("sinusoidal positions on a GPU equal the CPU's exactly", "[cuda]") {
   PARLA_REQUIRE_CUDA();
-  PositionalEncoding pe("sinusoidal", 0, 8);
+  PositionalEncoding pe(parla::PositionEncoding::kSinusoidal, 0, 8);
   auto gpu = pe->forward(7, 300, torch::TensorOptions().device(torch::kCUDA).dtype(torch::kFloat));
   CHECK(gpu.device().is_cuda());
   CHECK(torch::equal(gpu.cpu(), pe->forward(7, 300, torch::kFloat)));
 }
 
 TEST_CASE("learned positions reject sequences longer than max_positions with a DataError") {
-  PositionalEncoding pe("learned", 8, 4);
+  PositionalEncoding pe(parla::PositionEncoding::kLearned, 8, 4);
   CHECK(pe->forward(8, 0, torch::kFloat).sizes() == torch::IntArrayRef({8, 4}));
   CHECK_THROWS_AS(pe->forward(3, 6, torch::kFloat), parla::DataError);
 }
@@ -78,7 +78,7 @@ TEST_CASE("feed-forward computes act(x W1 + b1) W2 + b2 for relu, gelu and swish
   torch::manual_seed(1);
   for (std::string act : {"relu", "gelu", "swish"}) {
     INFO(act);
-    FeedForward ffn(4, 6, act, 0.0);
+    FeedForward ffn(4, 6, parla::testing::choice<parla::Activation>(act), 0.0);
     ffn->to(torch::kDouble);
     auto x = torch::randn({2, 4}, torch::kDouble);
     auto out = ffn->forward(x);

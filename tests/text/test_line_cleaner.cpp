@@ -74,11 +74,11 @@ TEST_CASE("optional Unicode normalisation: NFC composes, NFKC also folds compati
   LineEdits e;
   CHECK(cleaned("Cafe\xCC\x81", c, &e) == "Cafe\xCC\x81");  // none: untouched
   CHECK_FALSE(e.unicode);
-  c.unicode_normalization = "nfc";
+  c.unicode_normalization = parla::UnicodeNormalization::kNfc;
   CHECK(cleaned("Cafe\xCC\x81", c, &e) == "Caf\xC3\xA9");   // e + U+0301 -> é (UAX #15)
   CHECK(e.unicode);
   CHECK(cleaned("\xEF\xAC\x81", c) == "\xEF\xAC\x81");       // NFC keeps the ligature fi
-  c.unicode_normalization = "nfkc";
+  c.unicode_normalization = parla::UnicodeNormalization::kNfkc;
   CHECK(cleaned("\xEF\xAC\x81" "ne\xE2\x80\xA6", c) == "fine...");  // ﬁ -> fi, … -> ...
   CHECK(cleaned("x\xC2\xB2", c) == "x2");                             // superscript two
   // NFKC turns a no-break space into a space, which whitespace normalisation then collapses.

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "support/choice.h"
 #include "core/error.h"
 #include "support/temp_dir.h"
 #include "text/sentencepiece_training.h"
@@ -105,7 +106,7 @@ TEST_CASE("a vocabulary size the corpus cannot support shrinks instead of failin
   for (std::string type : {"unigram", "bpe"}) {
     INFO(type);
     VocabConfig c;
-    c.model_type = type;
+    c.model_type = parla::testing::choice<parla::SubwordModel>(type);
     c.vocab_size = 8000;
     auto r = train_sentencepiece(tiny, c, 1, 1);
     CHECK(r.vocab_size < 8000);
@@ -116,7 +117,7 @@ TEST_CASE("a vocabulary size the corpus cannot support shrinks instead of failin
 
 TEST_CASE("user-defined symbols are never split, and bpe models round-trip too") {
   VocabConfig c = small_config();
-  c.model_type = "bpe";
+  c.model_type = parla::SubwordModel::kBpe;
   c.user_defined_symbols = {"<sep>", "@@TAG@@"};
   auto v = SentencePieceVocab::from_serialized(train_sentencepiece(corpus(), c, 2, 1).model_proto);
   int sep = v.piece_to_id("<sep>");
@@ -173,13 +174,13 @@ TEST_CASE("bpe from word counts is the bpe of the whole sentences, and unigram k
   };
   VocabConfig c = small_config();
   c.vocab_size = 500;
-  c.model_type = "bpe";
+  c.model_type = parla::SubwordModel::kBpe;
   auto a = SentencePieceVocab::from_serialized(train_sentencepiece(lines, c, 2, 1).model_proto);
   auto b = SentencePieceVocab::from_serialized(train_sentencepiece(lines, c, 2, 1, false).model_proto);
   CHECK(pieces(a) == pieces(b));
   for (const auto& line : held_out) REQUIRE(a.decode(a.encode(line)) == line);
   // Unigram ignores the switch: the same sentences give the same model either way.
-  c.model_type = "unigram";
+  c.model_type = parla::SubwordModel::kUnigram;
   auto u1 = SentencePieceVocab::from_serialized(train_sentencepiece(lines, c, 2, 1).model_proto);
   auto u2 = SentencePieceVocab::from_serialized(train_sentencepiece(lines, c, 2, 1, false).model_proto);
   CHECK(pieces(u1) == pieces(u2));

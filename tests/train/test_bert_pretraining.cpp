@@ -41,11 +41,11 @@ TEST_CASE("next-sentence pairs are consecutive lines half of the time and random
 TEST_CASE("BERT pretraining runs and its masked-LM loss decreases") {
   auto data = parla::test::toy_dataset("bert", 16, 300, 40, 3, /*repeat=*/true);
   Config cfg = parla::test::toy_config(data, "bert-run", "bert");
-  cfg.training.task = "bert";
+  cfg.training.task = parla::TrainingTask::kBert;
   cfg.training.max_steps = 150;
   cfg.training.valid_every = 50;
   cfg.training.mlm_prob = 0.3;
-  cfg.training.early_stop_metric = "loss";
+  cfg.training.early_stop_metric = parla::ValidationMetric::kLoss;
   auto r = parla::train::Trainer(cfg, {}).run();
   REQUIRE(r.steps == 150);
   auto hist = parla::models::read_meta(cfg.training.save_dir + "/checkpoint_last.pt").info["valid_history"];
@@ -60,7 +60,7 @@ TEST_CASE("BERT pretraining runs and its masked-LM loss decreases") {
 TEST_CASE("a translation model's encoder initialised from a BERT checkpoint holds BERT's encoder weights") {
   auto data = parla::test::toy_dataset("bert-init", 16);
   Config bert_cfg = parla::test::toy_config(data, "bert-init-bert", "bert");
-  bert_cfg.training.task = "bert";
+  bert_cfg.training.task = parla::TrainingTask::kBert;
   bert_cfg.training.max_steps = 3;
   parla::train::Trainer(bert_cfg, {}).run();
   std::string ckpt = bert_cfg.training.save_dir + "/checkpoint_last.pt";

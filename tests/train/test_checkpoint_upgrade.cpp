@@ -90,9 +90,9 @@ TEST_CASE("a BERT run resumed from an old-format checkpoint continues its maskin
   auto data = parla::test::toy_dataset("legacy-bert", 16, 200, 20, 3, /*repeat=*/true);
   auto config = [&](const std::string& save) {
     Config c = parla::test::toy_config(data, "legacy-bert-" + save, "bert");
-    c.training.task = "bert";
+    c.training.task = parla::TrainingTask::kBert;
     c.training.mlm_prob = 0.3;
-    c.training.early_stop_metric = "loss";
+    c.training.early_stop_metric = parla::ValidationMetric::kLoss;
     return c;
   };
   Config full = config("full");

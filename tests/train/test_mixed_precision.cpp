@@ -9,6 +9,7 @@
 
 #include <torch/torch.h>
 
+#include "support/choice.h"
 #include "core/error.h"
 #include "models/factory.h"
 #include "models/tensor_archive.h"
@@ -60,7 +61,7 @@ TEST_CASE(
   fp32.training.max_steps = 5;
   bf16.training.max_steps = 300;
   bf16.training.valid_every = 150;
-  bf16.training.precision = "bf16";
+  bf16.training.precision = parla::Precision::kBf16;
   auto ref = Trainer(fp32, {}).run();
   auto run = Trainer(bf16, {}).run();
   REQUIRE(ref.losses.size() == 5);
@@ -90,7 +91,7 @@ TEST_CASE("fp16 training on a CPU is refused before training, naming training.pr
   auto data = parla::test::toy_dataset("fp16-cpu", 12);
   Config cfg = parla::test::toy_config(data, "fp16-cpu-lib");
   cfg.training.max_steps = 2;
-  cfg.training.precision = "fp16";
+  cfg.training.precision = parla::Precision::kFp16;
   CHECK_THROWS_AS(Trainer(cfg, {}), parla::ConfigError);
   CHECK_THROWS_WITH(Trainer(cfg, {}), Catch::Contains("training.precision") && Catch::Contains("bf16"));
 }
@@ -120,7 +121,7 @@ TEST_CASE("fp16 training on a GPU scales the loss dynamically, lowers the loss a
     Config c = parla::test::toy_config(data, save);
     c.runtime.device = "cuda";
     c.model.dropout = 0;  // the checkpoint keeps the CPU generator only; no GPU dropout, so resuming is exact
-    c.training.precision = precision;
+    c.training.precision = parla::testing::choice<parla::Precision>(precision);
     c.training.max_steps = 120;
     c.training.valid_every = 60;
     // A low start and a short window: the scale doubles 4 times in 120 updates (to 4096, below where this model's
@@ -192,7 +193,7 @@ TEST_CASE("fp16 overflows skip updates without counting as bad steps, and an und
   // That takes more consecutive overflows than max_bad_steps, which must not stop the run.
   Config cfg = parla::test::toy_config(data, "fp16-overflow");
   cfg.runtime.device = "cuda";
-  cfg.training.precision = "fp16";
+  cfg.training.precision = parla::Precision::kFp16;
   cfg.training.max_steps = 10;
   cfg.training.max_bad_steps = 2;
   cfg.training.loss_scale_init = std::ldexp(1.0, 40);
@@ -207,7 +208,7 @@ TEST_CASE("fp16 overflows skip updates without counting as bad steps, and an und
   // The same overflows with a minimum the scale cannot get under: a DataError naming the key and the way out.
   Config stop = parla::test::toy_config(data, "fp16-underflow");
   stop.runtime.device = "cuda";
-  stop.training.precision = "fp16";
+  stop.training.precision = parla::Precision::kFp16;
   stop.training.max_steps = 10;
   stop.training.loss_scale_init = std::ldexp(1.0, 40);
   stop.training.min_loss_scale = std::ldexp(1.0, 36);

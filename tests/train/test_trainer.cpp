@@ -208,7 +208,7 @@ namespace {
 void never_improving(Config& cfg) {
   cfg.training.lr = 1e-9;
   cfg.training.warmup_steps = 0;
-  cfg.training.schedule = "constant";
+  cfg.training.schedule = parla::LrScheduleKind::kConstant;
   cfg.training.valid_every = 2;
   cfg.training.patience = 2;
   cfg.training.max_steps = 100;

@@ -10,8 +10,7 @@ const config::SectionSchema<CleanConfig>& CleanConfig::schema() {
           "Drop Europarl markup lines (`<CHAPTER ...>`, `<SPEAKER ...>`, `<P>`).");
     s.add("normalize_whitespace", &CleanConfig::normalize_whitespace, "Strip and collapse runs of whitespace.");
     s.add("remove_control", &CleanConfig::remove_control, "Delete control characters.");
-    s.add("unicode_normalization", &CleanConfig::unicode_normalization, "Unicode normalisation of every line.",
-          one_of({"none", "nfc", "nfkc"}));
+    s.add("unicode_normalization", &CleanConfig::unicode_normalization, "Unicode normalisation of every line.");
     s.add("drop_empty", &CleanConfig::drop_empty, "Drop pairs where either side is empty after cleaning.");
     s.add("max_tokens", &CleanConfig::max_tokens,
           "Drop pairs where either side has more whitespace-separated tokens than this (0 = no limit).",
@@ -63,8 +62,7 @@ const config::SectionSchema<DataConfig>& DataConfig::schema() {
           "`random` (seeded, `valid_size`/`test_size` pairs), `last` (the corpus's last `test_size` pairs are test, "
           "the `valid_size` before them valid: for corpora in document order, whose neighbouring lines repeat "
           "each other) or `documents` (every pair of the documents `valid_documents`/`test_documents` name, "
-          "by the ids in `docids`).",
-          one_of({"random", "last", "documents"}))
+          "by the ids in `docids`).")
         .flag("--held-out");
     s.add("docids", &DataConfig::docids,
           "With `held_out = documents`: a file (plain or .gz) with one document id per line of the training "

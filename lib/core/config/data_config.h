@@ -7,11 +7,15 @@
 
 namespace parla {
 
+enum class UnicodeNormalization { kNone, kNfc, kNfkc };
+// How validation and test pairs are taken from the corpus: seeded at random, the corpus's end, or whole documents.
+enum class HeldOut { kRandom, kLast, kDocuments };
+
 struct CleanConfig {
   bool remove_markup = true;         // drop Europarl's <CHAPTER ...>, <SPEAKER ...>, <P> lines
   bool normalize_whitespace = true;  // strip and collapse runs of whitespace
   bool remove_control = true;        // delete control characters (C0/C1 except tab, which becomes a space)
-  std::string unicode_normalization = "none";  // none, nfc or nfkc
+  UnicodeNormalization unicode_normalization = UnicodeNormalization::kNone;
   bool drop_empty = true;            // drop pairs with an empty side
   int max_tokens = 250;              // drop pairs with a side longer than this many whitespace tokens (0 = off)
   double max_length_ratio = 9.0;     // drop pairs whose token-length ratio exceeds this (0 = off)
@@ -33,7 +37,7 @@ struct DataConfig {
   std::string test_prefix;  // optional separate test set
   int valid_size = 1000;    // sentences split off for validation when no valid_prefix is given
   int test_size = 1000;     // sentences split off for test when no test_prefix is given
-  std::string held_out = "random";  // how they are chosen: random, last (the corpus's end) or documents
+  HeldOut held_out = HeldOut::kRandom;  // how they are chosen
   std::string docids;       // one document id per corpus line (Europarl's day), for held_out = documents
   std::vector<std::string> valid_documents, test_documents;  // document id prefixes held out
   std::string dir;          // the preprocessed dataset directory (parla-preprocess output, parla-train input)
@@ -43,3 +47,8 @@ struct DataConfig {
 };
 
 }  // namespace parla
+
+PARLA_CHOICES(parla::UnicodeNormalization, {parla::UnicodeNormalization::kNone, "none"},
+              {parla::UnicodeNormalization::kNfc, "nfc"}, {parla::UnicodeNormalization::kNfkc, "nfkc"});
+PARLA_CHOICES(parla::HeldOut, {parla::HeldOut::kRandom, "random"}, {parla::HeldOut::kLast, "last"},
+              {parla::HeldOut::kDocuments, "documents"});

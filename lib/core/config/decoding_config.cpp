@@ -53,8 +53,7 @@ const config::SectionSchema<DecodingConfig>& DecodingConfig::schema() {
         .flag("--line-buffered");
     s.add("alignment", &DecodingConfig::alignment,
           "Append the attention alignment: 'hard' = Moses pairs src-tgt of each target piece's most attended "
-          "source piece, 'soft' = the full attention matrix; '' = off.",
-          one_of({"", "hard", "soft"})).flag("--alignment");
+          "source piece, 'soft' = the full attention matrix; '' = off.").flag("--alignment");
     s.add("sampling", &DecodingConfig::sampling,
           "Sample each token from the model's distribution instead of searching (back-translation).")
         .flag("--sampling");
@@ -67,8 +66,7 @@ const config::SectionSchema<DecodingConfig>& DecodingConfig::schema() {
           "scores in fp32), or int8 (CPU only: weights of the linear layers, embeddings and output projection in 8 "
           "bits per output channel, activations quantized per row at run time; an int8 checkpoint from "
           "`parla-train quantize` always decodes this way). fp16 needs a CUDA device; bf16 runs on CPUs and GPUs "
-          "with compute capability >= 8.0.",
-          one_of({"fp32", "bf16", "fp16", "int8"})).flag("--precision");
+          "with compute capability >= 8.0.").flag("--precision");
     s.on_finalize([](DecodingConfig& d, const std::set<std::string>&) {
       if (d.n_best > d.beam_size)
         throw ConfigError("key 'decoding.n_best' (" + std::to_string(d.n_best) + ") must not exceed "

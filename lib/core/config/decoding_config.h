@@ -5,9 +5,14 @@
 #include <string>
 #include <vector>
 
+#include "core/config/precision.h"
 #include "core/config/schema.h"
 
 namespace parla {
+
+// What parla-translate prints of the attention after each translation: nothing, Moses-style hard alignment
+// pairs, or the soft matrix.
+enum class AlignmentOutput { kNone, kHard, kSoft };
 
 struct DecodingConfig {
   int beam_size = 5;             // 1 = greedy search
@@ -22,13 +27,16 @@ struct DecodingConfig {
   int batch_tokens = 0;          // padded source tokens per batch; 0 = batch by sentences
   int maxi_batch = 20;           // batches read ahead and sorted by length together (Marian's maxi-batch)
   bool line_buffered = false;    // interactive: translate and flush each line as soon as it is read
-  std::string alignment = "";    // "" (off), "hard" (Moses pairs), "soft" (full attention matrix)
+  AlignmentOutput alignment = AlignmentOutput::kNone;
   bool sampling = false;         // sample instead of searching (back-translation, Edunov et al. 2018)
   double temperature = 1.0;      // softmax temperature for sampling
   int top_k = 0;                 // sample among the k most likely tokens; 0 = whole vocabulary
-  std::string precision = "fp32";  // fp32, bf16 or fp16 (CUDA only): autocast while decoding (CTranslate2's compute type)
+  Precision precision = Precision::kFp32;  // fp32, bf16 or fp16 (CUDA only): autocast while decoding (CTranslate2's compute type)
 
   static const config::SectionSchema<DecodingConfig>& schema();
 };
 
 }  // namespace parla
+
+PARLA_CHOICES(parla::AlignmentOutput, {parla::AlignmentOutput::kNone, ""}, {parla::AlignmentOutput::kHard, "hard"},
+              {parla::AlignmentOutput::kSoft, "soft"});

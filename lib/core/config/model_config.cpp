@@ -76,8 +76,7 @@ const config::SectionSchema<ModelConfig>& ModelConfig::schema() {
     SectionSchema<ModelConfig> s("model", "Architecture and sizes of the model.");
     s.add("type", &ModelConfig::type,
           "Architecture: transformer (Vaswani et al. 2017), rnn (attentional encoder-decoder, Bahdanau et al. "
-          "2015) or bert (masked-LM encoder, Devlin et al. 2019).",
-          one_of({"transformer", "rnn", "bert"}));
+          "2015) or bert (masked-LM encoder, Devlin et al. 2019).");
     s.add("preset", &ModelConfig::preset,
           "Size preset filling every size key not set explicitly: tiny (d_model 256, ffn 1024, 4 heads, 3+3 "
           "layers), base (512, 2048, 8, 6+6, dropout 0.1) or big (1024, 4096, 16, 6+6, dropout 0.3), the last two "
@@ -104,19 +103,15 @@ const config::SectionSchema<ModelConfig>& ModelConfig::schema() {
           between(0, 0.99));
     s.add("activation", &ModelConfig::activation,
           "Feed-forward activation: relu (the paper), gelu (Hendrycks & Gimpel 2016; BERT) or swish (x sigmoid(x), "
-          "Ramachandran et al. 2017; Marian's OPUS-MT models).",
-          one_of({"relu", "gelu", "swish"}));
+          "Ramachandran et al. 2017; Marian's OPUS-MT models).");
     s.add("norm", &ModelConfig::norm,
           "Layer norm placement: post (after the residual sum, as in the paper) or pre (before each sublayer, "
-          "with a final norm; Wang et al. 2019).",
-          one_of({"post", "pre"}));
-    s.add("positions", &ModelConfig::positions, "Position encodings: sinusoidal (fixed) or learned.",
-          one_of({"sinusoidal", "learned"}));
+          "with a final norm; Wang et al. 2019).");
+    s.add("positions", &ModelConfig::positions, "Position encodings: sinusoidal (fixed) or learned.");
     s.add("sinusoidal_layout", &ModelConfig::sinusoidal_layout,
           "Layout of sinusoidal positions: interleaved (PE(pos, 2i) = sin, PE(pos, 2i+1) = cos, as Vaswani et al. "
           "write it) or concatenated (the d/2 sines, then the d/2 cosines of the same frequencies: tensor2tensor, "
-          "fairseq, Marian and Hugging Face's MarianMT).",
-          one_of({"interleaved", "concatenated"}));
+          "fairseq, Marian and Hugging Face's MarianMT).");
     s.add("scale_embeddings", &ModelConfig::scale_embeddings,
           "Multiply token embeddings by sqrt(d_model) before adding positions (Vaswani et al. 2017, Sec. 3.4). "
           "Transformer models.");
@@ -126,8 +121,7 @@ const config::SectionSchema<ModelConfig>& ModelConfig::schema() {
     s.add("decoder_start", &ModelConfig::decoder_start,
           "The token the decoder starts from: bos (id 2, parla's own models) or pad (id 0, as Marian and Hugging "
           "Face's MarianMT start; id 2 is then an ordinary token of the imported vocabulary). The start token is "
-          "never output. Transformer models.",
-          one_of({"bos", "pad"}));
+          "never output. Transformer models.");
     s.add("max_positions", &ModelConfig::max_positions,
           "Longest sequence (tokens) for learned positions and BERT; sinusoidal positions are unlimited.",
           at_least(1));
@@ -192,11 +186,10 @@ const config::SectionSchema<ModelConfig>& ModelConfig::schema() {
           "Seed of sparse attention's random connections, performer's random features and routing's initial "
           "centroids (part of the model: saved with it).",
           at_least(0));
-    s.add("rnn_cell", &ModelConfig::rnn_cell, "Recurrent cell of the rnn model.", one_of({"gru", "lstm"}));
+    s.add("rnn_cell", &ModelConfig::rnn_cell, "Recurrent cell of the rnn model.");
     s.add("rnn_attention", &ModelConfig::rnn_attention,
           "Attention of the rnn model: bahdanau (additive, v^T tanh(W1 h + W2 s), on the previous decoder "
-          "state) or luong (general, s^T W h, on the current state).",
-          one_of({"bahdanau", "luong"}));
+          "state) or luong (general, s^T W h, on the current state).");
     s.add("rnn_hidden", &ModelConfig::rnn_hidden,
           "Hidden size of each direction of the bidirectional encoder and of the decoder.", at_least(1));
     s.add("rnn_layers", &ModelConfig::rnn_layers, "Stacked recurrent layers in encoder and decoder.", at_least(1));
@@ -207,12 +200,12 @@ const config::SectionSchema<ModelConfig>& ModelConfig::schema() {
     s.on_finalize([](ModelConfig& m, const std::set<std::string>& given) {
       apply_preset(m, given);
       validate_attention_keys(m);
-      if (m.type == "bert" && (m.source_word_dropout > 0 || m.target_word_dropout > 0))
+      if (m.type == ModelType::kBert && (m.source_word_dropout > 0 || m.target_word_dropout > 0))
         throw ConfigError(std::string("key 'model.") +
                           (m.source_word_dropout > 0 ? "source_word_dropout" : "target_word_dropout") +
                           "': word dropout is for translation models (transformer, rnn); BERT masks tokens "
                           "with training.mlm_prob instead");
-      if (m.type != "rnn" && m.d_model % m.heads != 0)
+      if (m.type != ModelType::kRnn && m.d_model % m.heads != 0)
         throw ConfigError("key 'model.d_model': " + std::to_string(m.d_model) +
                           " is not divisible by model.heads = " + std::to_string(m.heads));
     });

@@ -10,8 +10,17 @@
 
 namespace parla {
 
+enum class ModelType { kTransformer, kRnn, kBert };
+enum class Activation { kRelu, kGelu, kSwish };              // of the feed-forward sublayer
+enum class LayerNormPlacement { kPost, kPre };               // after the residual sum (the paper) or before
+enum class PositionEncoding { kSinusoidal, kLearned };
+enum class SinusoidalLayout { kInterleaved, kConcatenated };  // sin, cos, sin, ... or all sines then all cosines
+enum class DecoderStart { kBos, kPad };                      // the token the decoder starts from
+enum class RnnCell { kGru, kLstm };
+enum class RnnAttention { kBahdanau, kLuong };               // additive, or general (multiplicative)
+
 struct ModelConfig {
-  std::string type = "transformer";  // transformer, rnn or bert
+  ModelType type = ModelType::kTransformer;
   std::string preset = "";           // "", tiny, base or big: fills the size keys not given explicitly
 
   // Transformer (and BERT) sizes; defaults are the paper's base model.
@@ -25,17 +34,17 @@ struct ModelConfig {
   double activation_dropout = 0.0;  // dropout after the feed-forward activation
   double source_word_dropout = 0.0;  // drop whole source tokens' embeddings in training (translation models)
   double target_word_dropout = 0.0;  // drop whole target (decoder input) tokens' embeddings in training
-  std::string activation = "relu";  // relu, gelu or swish
-  std::string norm = "post";        // post (as in the paper) or pre (layer norm before each sublayer)
-  std::string positions = "sinusoidal";  // sinusoidal or learned
+  Activation activation = Activation::kRelu;
+  LayerNormPlacement norm = LayerNormPlacement::kPost;
+  PositionEncoding positions = PositionEncoding::kSinusoidal;
   // Where the sines and cosines of each frequency go: interleaved (sin, cos, sin, ...: Vaswani et al.'s formula)
   // or concatenated (all sines, then all cosines: tensor2tensor, fairseq, Marian).
-  std::string sinusoidal_layout = "interleaved";
+  SinusoidalLayout sinusoidal_layout = SinusoidalLayout::kInterleaved;
   bool scale_embeddings = true;  // token embeddings times sqrt(d_model) (Vaswani et al. 2017, Sec. 3.4)
   bool output_bias = false;      // a bias added to the output logits (Marian's, Hugging Face's final_logits_bias)
   // The token the decoder starts from: bos (parla's id 2), or pad (id 0, as Marian and MarianMT do; id 2 is then
   // an ordinary token of an imported vocabulary).
-  std::string decoder_start = "bos";
+  DecoderStart decoder_start = DecoderStart::kBos;
   int max_positions = 1024;              // longest sequence for learned positions (and BERT)
   bool share_embeddings = false;  // one embedding table for source and target (needs a joint vocabulary)
   bool tie_output = true;         // decoder input embedding = output projection (Press & Wolf 2017)
@@ -63,8 +72,8 @@ struct ModelConfig {
   int attention_seed = 1;           // random connections, random features and initial centroids
 
   // RNN (Bahdanau et al. 2015 / Luong et al. 2015).
-  std::string rnn_cell = "gru";            // gru or lstm
-  std::string rnn_attention = "bahdanau";  // bahdanau (additive) or luong (general, multiplicative)
+  RnnCell rnn_cell = RnnCell::kGru;
+  RnnAttention rnn_attention = RnnAttention::kBahdanau;
   int rnn_hidden = 512;                    // hidden size of each encoder direction and of the decoder
   int rnn_layers = 1;                      // stacked layers in encoder and decoder
   int embed_dim = 512;                     // RNN word embedding size
@@ -77,3 +86,18 @@ struct ModelConfig {
 };
 
 }  // namespace parla
+
+PARLA_CHOICES(parla::ModelType, {parla::ModelType::kTransformer, "transformer"}, {parla::ModelType::kRnn, "rnn"},
+              {parla::ModelType::kBert, "bert"});
+PARLA_CHOICES(parla::Activation, {parla::Activation::kRelu, "relu"}, {parla::Activation::kGelu, "gelu"},
+              {parla::Activation::kSwish, "swish"});
+PARLA_CHOICES(parla::LayerNormPlacement, {parla::LayerNormPlacement::kPost, "post"},
+              {parla::LayerNormPlacement::kPre, "pre"});
+PARLA_CHOICES(parla::PositionEncoding, {parla::PositionEncoding::kSinusoidal, "sinusoidal"},
+              {parla::PositionEncoding::kLearned, "learned"});
+PARLA_CHOICES(parla::SinusoidalLayout, {parla::SinusoidalLayout::kInterleaved, "interleaved"},
+              {parla::SinusoidalLayout::kConcatenated, "concatenated"});
+PARLA_CHOICES(parla::DecoderStart, {parla::DecoderStart::kBos, "bos"}, {parla::DecoderStart::kPad, "pad"});
+PARLA_CHOICES(parla::RnnCell, {parla::RnnCell::kGru, "gru"}, {parla::RnnCell::kLstm, "lstm"});
+PARLA_CHOICES(parla::RnnAttention, {parla::RnnAttention::kBahdanau, "bahdanau"},
+              {parla::RnnAttention::kLuong, "luong"});

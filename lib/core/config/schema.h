@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/config/choice.h"
 #include "core/error.h"
 
 namespace parla::config {
@@ -82,22 +83,11 @@ class SectionSchema {
 
   template <class T>
   SectionSchema& add(const std::string& key, T S::*member, std::string doc, Check check = {}) {
-    S defaults{};
-    keys_.push_back({key, detail::type_name<T>(), check.describe(), std::move(doc), json(defaults.*member), ""});
-    std::string qualified = name_ + "." + key;
-    readers_.push_back([member, check, qualified](S& s, const json& j, const Source& src) {
-      std::string where = src.origin + ": key '" + qualified + "'";
-      T value{};
-      detail::read_value(j, value, where);
-      if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
-        detail::check_value(static_cast<double>(value), check, where);
-      } else {
-        detail::check_value(value, check, where);
-      }
-      s.*member = std::move(value);
-    });
-    writers_.push_back([member, key](const S& s, json& out) { out[key] = s.*member; });
-    return *this;
+    if constexpr (is_choice_v<T>) {
+      return add_choice(key, member, std::move(doc), std::move(check));
+    } else {
+      return add_value(key, member, std::move(doc), std::move(check));
+    }
   }
 
   // Gives the key added last its command-line names, e.g. .add("beam_size", ...).flag("-b,--beam-size").
@@ -138,6 +128,47 @@ class SectionSchema {
   }
 
  private:
+  template <class T>
+  SectionSchema& add_value(const std::string& key, T S::*member, std::string doc, Check check) {
+    S defaults{};
+    keys_.push_back({key, detail::type_name<T>(), check.describe(), std::move(doc), json(defaults.*member), ""});
+    std::string qualified = name_ + "." + key;
+    readers_.push_back([member, check, qualified](S& s, const json& j, const Source& src) {
+      std::string where = src.origin + ": key '" + qualified + "'";
+      T value{};
+      detail::read_value(j, value, where);
+      if constexpr (std::is_arithmetic_v<T> && !std::is_same_v<T, bool>) {
+        detail::check_value(static_cast<double>(value), check, where);
+      } else {
+        detail::check_value(value, check, where);
+      }
+      s.*member = std::move(value);
+    });
+    writers_.push_back([member, key](const S& s, json& out) { out[key] = s.*member; });
+    return *this;
+  }
+
+  // An enum key: a string in JSON, one of the enum's names (or of the subset `check` lists).
+  template <class E>
+  SectionSchema& add_choice(const std::string& key, E S::*member, std::string doc, Check check) {
+    if (check.choices.empty()) check.choices = names_of<E>();
+    S defaults{};
+    keys_.push_back({key, "string", check.describe(), std::move(doc), json(name_of(defaults.*member)), ""});
+    std::string qualified = name_ + "." + key;
+    readers_.push_back([member, check, qualified](S& s, const json& j, const Source& src) {
+      std::string where = src.origin + ": key '" + qualified + "'";
+      std::string text;
+      detail::read_value(j, text, where);
+      detail::check_value(text, check, where);
+      E value{};
+      if (!parse_choice(text, value)) throw ConfigError(where + ": '" + text + "' is not a value of this key");
+      s.*member = value;
+    });
+    writers_.push_back([member, key](const S& s, json& out) { out[key] = name_of(s.*member); });
+    return *this;
+  }
+
+
   std::string name_, doc_;
   std::vector<KeyInfo> keys_;
   std::vector<std::function<void(S&, const json&, const Source&)>> readers_;
@@ -151,3 +182,19 @@ size_t edit_distance(const std::string& a, const std::string& b);
 std::string nearest(const std::string& word, const std::vector<std::string>& candidates);
 
 }  // namespace parla::config
+
+namespace parla {
+
+// A choice enum in JSON is its name (found by argument-dependent lookup for every enum of namespace parla that
+// PARLA_CHOICES names), so `json{{"task", cfg.training.task}}` and `json == cfg.model.type` see "bert", never 1.
+template <class E, std::enable_if_t<config::is_choice_v<E>, int> = 0>
+void to_json(nlohmann::json& j, E value) {
+  j = config::name_of(value);
+}
+template <class E, std::enable_if_t<config::is_choice_v<E>, int> = 0>
+void from_json(const nlohmann::json& j, E& value) {
+  if (!j.is_string() || !config::parse_choice(j.get<std::string>(), value))
+    throw ConfigError(j.dump() + " is not " + config::one_of(config::names_of<E>()).describe());
+}
+
+}  // namespace parla

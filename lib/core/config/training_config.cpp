@@ -10,14 +10,12 @@ const config::SectionSchema<TrainingConfig>& TrainingConfig::schema() {
                                     "Adam with decoupled weight decay (AdamW); defaults follow the Transformer "
                                     "paper and fairseq's recipes.");
     s.add("task", &TrainingConfig::task,
-          "`translation` (transformer or rnn) or `bert` (masked LM + next sentence on the source side).",
-          one_of({"translation", "bert"}));
+          "`translation` (transformer or rnn) or `bert` (masked LM + next sentence on the source side).");
     s.add("lr", &TrainingConfig::lr, "Peak learning rate (reached at the end of warm-up).", greater_than(0))
         .flag("--lr");
     s.add("schedule", &TrainingConfig::schedule,
           "Learning-rate schedule after linear warm-up: `inverse_sqrt` (lr*sqrt(warmup/step), the paper's), "
-          "`constant`, or `cosine` (to min_lr at max_steps; needs max_steps).",
-          one_of({"inverse_sqrt", "constant", "cosine"}));
+          "`constant`, or `cosine` (to min_lr at max_steps; needs max_steps).");
     s.add("warmup_steps", &TrainingConfig::warmup_steps, "Steps of linear warm-up from 0 to lr.", at_least(0))
         .flag("--warmup-updates,--warmup-steps,--lr-warmup");
     s.add("min_lr", &TrainingConfig::min_lr, "Lower bound of the learning rate.", at_least(0));
@@ -54,7 +52,7 @@ const config::SectionSchema<TrainingConfig>& TrainingConfig::schema() {
     s.add("max_time", &TrainingConfig::max_time, "Stop after this many minutes of wall-clock time (0 = no limit).",
           at_least(0)).flag("--max-time");
     s.add("early_stop_metric", &TrainingConfig::early_stop_metric,
-          "Validation metric for early stopping and for checkpoint_best.pt.", one_of({"bleu", "loss", "perplexity"}));
+          "Validation metric for early stopping and for checkpoint_best.pt.");
     s.add("patience", &TrainingConfig::patience,
           "Stop after this many validations without improvement of early_stop_metric (0 = off).", at_least(0))
         .flag("--patience");
@@ -117,7 +115,7 @@ const config::SectionSchema<TrainingConfig>& TrainingConfig::schema() {
     s.add("bert_max_len", &TrainingConfig::bert_max_len,
           "BERT: maximum tokens of a sentence pair [CLS] A [SEP] B [SEP].", at_least(8));
     s.on_finalize([](TrainingConfig& t, const std::set<std::string>&) {
-      if (t.schedule == "cosine" && t.max_steps == 0)
+      if (t.schedule == LrScheduleKind::kCosine && t.max_steps == 0)
         throw ConfigError("training.schedule 'cosine' needs training.max_steps > 0 (the step where it ends)");
       if (t.min_loss_scale > t.loss_scale_init)
         throw ConfigError("training.min_loss_scale (" + std::to_string(t.min_loss_scale) +

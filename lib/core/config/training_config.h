@@ -4,16 +4,21 @@
 #include <string>
 #include <vector>
 
+#include "core/config/precision.h"
 #include "core/config/schema.h"
 
 namespace parla {
 
+enum class TrainingTask { kTranslation, kBert };  // bert: masked LM + next sentence pretraining
+enum class LrScheduleKind { kInverseSqrt, kConstant, kCosine };
+enum class ValidationMetric { kBleu, kLoss, kPerplexity };
+
 struct TrainingConfig {
-  std::string task = "translation";  // translation or bert (masked LM + next sentence pretraining)
+  TrainingTask task = TrainingTask::kTranslation;
 
   // Optimiser: Adam with decoupled weight decay (AdamW), betas (0.9, 0.98), eps 1e-9 as in the paper.
   double lr = 0.0007;              // peak learning rate
-  std::string schedule = "inverse_sqrt";  // inverse_sqrt, constant or cosine
+  LrScheduleKind schedule = LrScheduleKind::kInverseSqrt;
   int warmup_steps = 4000;         // linear warm-up steps
   double min_lr = 0.0;             // floor of the learning rate (cosine decays to it)
   double adam_beta1 = 0.9;
@@ -33,10 +38,10 @@ struct TrainingConfig {
   int64_t max_steps = 0;
   int max_epochs = 0;
   double max_time = 0.0;           // minutes of wall-clock time
-  std::string early_stop_metric = "loss";  // bleu, loss or perplexity; also picks checkpoint_best.pt
+  ValidationMetric early_stop_metric = ValidationMetric::kLoss;  // also picks checkpoint_best.pt
   int patience = 0;                // validations without improvement before stopping (0 = off)
   int max_bad_steps = 10;          // consecutive NaN/inf losses before training stops
-  std::string precision = "fp32";  // fp32, bf16 or fp16 (CUDA, dynamic loss scaling): autocast around forward + loss
+  Precision precision = Precision::kFp32;  // fp32, bf16 or fp16 (CUDA, dynamic loss scaling): autocast around forward + loss
   // fp16 dynamic loss scaling (Micikevicius et al. 2018; fairseq's defaults).
   double loss_scale_init = 65536.0;  // initial loss scale, 2^16
   int64_t loss_scale_window = 2000;  // consecutive finite updates before the scale doubles
@@ -68,3 +73,10 @@ struct TrainingConfig {
 };
 
 }  // namespace parla
+
+PARLA_CHOICES(parla::TrainingTask, {parla::TrainingTask::kTranslation, "translation"},
+              {parla::TrainingTask::kBert, "bert"});
+PARLA_CHOICES(parla::LrScheduleKind, {parla::LrScheduleKind::kInverseSqrt, "inverse_sqrt"},
+              {parla::LrScheduleKind::kConstant, "constant"}, {parla::LrScheduleKind::kCosine, "cosine"});
+PARLA_CHOICES(parla::ValidationMetric, {parla::ValidationMetric::kBleu, "bleu"},
+              {parla::ValidationMetric::kLoss, "loss"}, {parla::ValidationMetric::kPerplexity, "perplexity"});

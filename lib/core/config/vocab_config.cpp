@@ -8,8 +8,7 @@ const config::SectionSchema<VocabConfig>& VocabConfig::schema() {
     SectionSchema<VocabConfig> s("vocab", "SentencePiece vocabulary training (parla-preprocess).");
     s.add("model_type", &VocabConfig::model_type,
           "SentencePiece model type. `bpe` (default) trains from word counts in a few hundred MB; `unigram` "
-          "needs ~20 bytes per character of the sample (about 3.5 GB for 1M Europarl sentences).",
-          one_of({"unigram", "bpe"})).flag("--model-type");
+          "needs ~20 bytes per character of the sample (about 3.5 GB for 1M Europarl sentences).").flag("--model-type");
     s.add("vocab_size", &VocabConfig::vocab_size,
           "Pieces per SentencePiece model, special ids included; a soft limit (a corpus too small for it gets a "
           "smaller vocabulary, with a warning).",

@@ -7,10 +7,12 @@
 
 namespace parla {
 
+enum class SubwordModel { kUnigram, kBpe };  // SentencePiece's model types
+
 struct VocabConfig {
   // bpe by default: SentencePiece's unigram trainer needs ~20 bytes per character of the sample (3-4 GB for a
   // 1M-sentence Europarl sample), BPE a few hundred MB (text/sentencepiece_training.h).
-  std::string model_type = "bpe";
+  SubwordModel model_type = SubwordModel::kBpe;
   int vocab_size = 8000;  // pieces per model, including the four special ids (a soft limit: small corpora get fewer)
   bool joint = true;      // one model for both languages (shared embeddings need it) or one per language
   double character_coverage = 0.9995;  // share of characters covered by the alphabet; the rest fall back
@@ -28,3 +30,5 @@ struct VocabConfig {
 };
 
 }  // namespace parla
+
+PARLA_CHOICES(parla::SubwordModel, {parla::SubwordModel::kUnigram, "unigram"}, {parla::SubwordModel::kBpe, "bpe"});
