@@ -442,7 +442,7 @@ TEST_CASE("a line cut for parla-serve (encode_line) gets parla-translate's cut, 
     t.translate_stream(in, out);
     out.close();
   }
-  const auto served = t.translate_encoded({ids}, 2, 1);
+  const auto served = t.translate_encoded({ids}, t.options());
   REQUIRE(served.size() == 1);
   CHECK(parla::testing::read_file(dir.file("out.txt")) == served[0][0].text + "\n");
 

@@ -23,7 +23,7 @@ Backend upper_backend(std::chrono::milliseconds delay = 0ms, std::atomic<bool>* 
     for (unsigned char c : line) ids.push_back(c);
     return ids;
   };
-  b.decode = [delay, gate, entered](const std::vector<std::vector<int>>& sources, const SearchSettings&) {
+  b.decode = [delay, gate, entered](const std::vector<std::vector<int>>& sources, const SearchOptions&) {
     if (entered) ++*entered;
     while (gate && *gate) std::this_thread::sleep_for(1ms);
     std::this_thread::sleep_for(delay);
