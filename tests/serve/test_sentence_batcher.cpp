@@ -190,6 +190,28 @@ TEST_CASE("batch_requests = 1 keeps each batch to one request, and different opt
     for (const auto& s : mixed.batches[b]) CHECK(mixed.settings[b].beam_size == (s[0] % 2 ? 2 : 4));
 }
 
+TEST_CASE("sentences share a batch only when all their search options are equal, not just beam size and n-best") {
+  Recorder rec;
+  rec.hold = true;
+  BatcherLimits limits;
+  limits.batch_size = 64;
+  limits.max_wait_ms = 0;
+  SentenceBatcher batcher(limits, rec.decoder());
+  auto plain = search_with(3, 1), shorter = plain;
+  shorter.length_penalty += 0.5;
+  std::vector<std::shared_ptr<Ticket>> t;
+  std::vector<std::vector<std::vector<int>>> sent;
+  for (int r = 0; r < 4; ++r) {
+    sent.push_back(request(r, 2));
+    t.push_back(batcher.submit(sent.back(), r % 2 ? shorter : plain));
+  }
+  rec.hold = false;
+  for (int r = 0; r < 4; ++r) check_results(t[r], sent[r]);
+  batcher.stop();
+  for (size_t b = 0; b < rec.batches.size(); ++b)
+    for (const auto& s : rec.batches[b]) CHECK(rec.settings[b] == (s[0] % 2 ? shorter : plain));
+}
+
 TEST_CASE("the token budget bounds every batch's padded size unless one sentence alone exceeds it") {
   Recorder rec;
   rec.hold = true;

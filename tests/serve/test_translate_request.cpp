@@ -67,6 +67,20 @@ TEST_CASE("the config's beam size and n-best are a request's defaults") {
   CHECK(accepted(R"({"text": "x", "beam_size": 1})", limits).search.n_best == 1);
 }
 
+TEST_CASE("a request overrides beam size and n-best on a copy of the server's search options, nothing else") {
+  RequestLimits limits;
+  limits.search.length_penalty = 0.25;
+  limits.search.min_length = 2;
+  limits.search.max_length_offset = 7;
+  auto r = accepted(R"({"text": "x", "beam_size": 3, "n_best": 2})", limits);
+  auto expected = limits.search;
+  expected.beam_size = 3;
+  expected.n_best = 2;
+  CHECK(r.search == expected);
+  CHECK(accepted(R"({"text": "x"})", limits).search == limits.search);
+  CHECK(limits.search.beam_size == parla::DecodingConfig{}.beam_size);  // untouched by the requests
+}
+
 TEST_CASE("every malformed request is refused with 400 and a message naming what is wrong") {
   struct Case {
     std::string body, expect;
