@@ -107,17 +107,17 @@ int main(int argc, char** argv) {
     parla::serve::Backend backend;
     backend.encode = [t = translator.get()](const std::string& line) { return t->encode_line(line, "a request"); };
     backend.decode = [t = translator.get()](const std::vector<std::vector<int>>& sources,
-                                   const parla::serve::SearchSettings& s) {
+                                            const parla::decode::SearchOptions& options) {
       try {
-        return t->translate_encoded(sources, s.beam_size, s.n_best);
+        return t->translate_encoded(sources, options);
       } catch (const std::exception& e) {
         spdlog::error("decoding a batch of {} sentences failed: {}", sources.size(), parla::brief_reason(e));
         throw std::runtime_error(parla::brief_reason(e));
       }
     };
     if (config.serve.continuous)
-      backend.open_stream = [t = translator.get()](const parla::serve::SearchSettings& s) {
-        return parla::serve::as_decoding_stream(t->open_stream(s.beam_size, s.n_best));
+      backend.open_stream = [t = translator.get()](const parla::decode::SearchOptions& options) {
+        return parla::serve::as_decoding_stream(t->open_stream(options));
       };
     service.start(std::move(backend));
     spdlog::info("ready: POST http://{}:{}/translate ({} batches of up to {} sentences, {} ms wait)",

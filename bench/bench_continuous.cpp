@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
     auto ids = translator.encode_line(lines[i], "line " + std::to_string(i + 1));
     if (!ids.empty()) sources.push_back(ids);
   }
-  translator.translate_encoded({sources[0]}, beam, 1);  // warm-up
+  translator.translate_encoded({sources[0]}, translator.options());  // warm-up
   std::printf("bench_continuous: %s, %zu sentences of %s, beam %d, %s\n", model.c_str(), sources.size(),
               input.c_str(), beam, parla::runtime::describe_device(device).c_str());
   std::printf("%8s %-22s %12s %10s %10s %10s\n", "clients", "mode", "sentences/s", "join s", "step s", "differ");
@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
     for (size_t b = 0; b < order.size(); b += n) {
       std::vector<std::vector<int>> batch;
       for (size_t k = b; k < std::min(order.size(), b + n); ++k) batch.push_back(sources[order[k]]);
-      translator.translate_encoded(batch, beam, 1);
+      translator.translate_encoded(batch, translator.options());
     }
     const double offline = since(t0);
     // Static: arrival order, batches of n.
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
     t0 = Clock::now();
     for (size_t b = 0; b < sources.size(); b += n) {
       std::vector<std::vector<int>> batch(sources.begin() + b, sources.begin() + std::min(sources.size(), b + n));
-      auto out = translator.translate_encoded(batch, beam, 1);
+      auto out = translator.translate_encoded(batch, translator.options());
       for (size_t k = 0; k < out.size(); ++k) reference[b + k] = out[k][0].text;
     }
     const double fixed = since(t0);
@@ -107,7 +107,7 @@ int main(int argc, char** argv) {
     for (int join_size : join_sizes) {
     // Continuous: n sentences in flight; each finished one is replaced by the next at a later step, once
     // join_size of them can join together (or the last ones).
-    auto stream = translator.open_stream(beam, 1);
+    auto stream = translator.open_stream(translator.options());
     size_t next = 0, differ = 0, done = 0, joins = 0;
     double join = 0, step = 0;
     t0 = Clock::now();

@@ -66,12 +66,12 @@ parla::serve::TranslationService& service(int variant) {
     s = std::make_unique<parla::serve::TranslationService>(cfg, decoding);
     parla::serve::Backend backend;
     backend.encode = encode;
-    backend.decode = [](const std::vector<std::vector<int>>& sources, const parla::serve::SearchSettings& settings) {
+    backend.decode = [](const std::vector<std::vector<int>>& sources, const parla::decode::SearchOptions& options) {
       std::vector<std::vector<Translation>> out;
       for (const auto& src : sources) {
         check(!src.empty(), "an empty source reached the decoder");
         std::vector<Translation> nbest;
-        for (int k = 0; k < settings.n_best; ++k) nbest.push_back({toy(src), -1.0f * static_cast<float>(k), 1});
+        for (int k = 0; k < options.n_best; ++k) nbest.push_back({toy(src), -1.0f * static_cast<float>(k), 1});
         out.push_back(nbest);
       }
       return out;

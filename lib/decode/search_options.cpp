@@ -6,21 +6,6 @@
 
 namespace parla::decode {
 
-SearchOptions SearchOptions::from_config(const DecodingConfig& d) {
-  SearchOptions o;
-  o.beam_size = d.beam_size;
-  o.n_best = d.n_best;
-  o.length_penalty = d.length_penalty;
-  o.max_length_factor = d.max_length_factor;
-  o.max_length_offset = d.max_length_offset;
-  o.min_length = d.min_length;
-  o.attention = d.alignment != AlignmentOutput::kNone;
-  o.sampling = d.sampling;
-  o.temperature = d.temperature;
-  o.top_k = d.top_k;
-  return o;
-}
-
 int64_t max_output_length(const SearchOptions& o, int64_t source_tokens, int64_t max_positions) {
   double n = std::floor(o.max_length_factor * static_cast<double>(source_tokens) + o.max_length_offset);
   int64_t len = n >= 1e15 ? std::numeric_limits<int64_t>::max() / 2 : static_cast<int64_t>(n);

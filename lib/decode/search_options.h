@@ -1,6 +1,9 @@
 #pragma once
-// The settings of one search, shared by greedy, beam search and sampling; built from the config's `decoding`
-// section (core/config/decoding_config.h documents every key).
+// The settings of one search, shared by greedy, beam search and sampling, passed with each call (as CTranslate2's
+// translate_batch(tokens, options)): parla-translate searches with the options its config describes, parla-serve
+// with a copy whose beam size and n-best a request may override. Built from the config's `decoding` section
+// (core/config/decoding_config.h documents every key); its defaults are that section's, written there once.
+// Torch-free (parla-serve's queue holds them).
 #include <cstdint>
 #include <vector>
 
@@ -9,22 +12,48 @@
 namespace parla::decode {
 
 struct SearchOptions {
-  int beam_size = 5;              // 1 with n_best 1 = greedy
-  int n_best = 1;                 // hypotheses returned per sentence
-  double length_penalty = 0.6;    // GNMT alpha
-  double max_length_factor = 3;   // max output tokens = a * source tokens + b ...
-  int max_length_offset = 10;     // ... also capped by the model's positions
-  int min_length = 0;             // EOS forbidden before this many tokens
-  bool attention = false;         // keep cross-attention per target token (alignments)
-  bool sampling = false;          // sample instead of search
-  double temperature = 1.0;
-  int top_k = 0;                  // 0 = whole vocabulary
+  // The options of the `decoding` keys' defaults.
+  SearchOptions() : SearchOptions(DecodingConfig{}) {}
+  // The one place the `decoding` keys become search options.
+  static SearchOptions from_config(const DecodingConfig& d) { return SearchOptions(d); }
+
+  int beam_size;                  // 1 with n_best 1 = greedy
+  int n_best;                     // hypotheses returned per sentence
+  double length_penalty;          // GNMT alpha
+  double max_length_factor;       // max output tokens = a * source tokens + b ...
+  int max_length_offset;          // ... also capped by the model's positions
+  int min_length;                 // EOS forbidden before this many tokens
+  bool attention;                 // keep cross-attention per target token (alignments)
+  bool sampling;                  // sample instead of search
+  double temperature;
+  int top_k;                      // 0 = whole vocabulary
   // Beam search picks its candidates with tensor ops where the log-probabilities are (always so off the CPU);
   // on the CPU a scan is faster and is the default. Tests set this to run the tensor path on the CPU.
   bool device_candidates = false;
 
-  static SearchOptions from_config(const DecodingConfig& d);
+ private:
+  explicit SearchOptions(const DecodingConfig& d)
+      : beam_size(d.beam_size),
+        n_best(d.n_best),
+        length_penalty(d.length_penalty),
+        max_length_factor(d.max_length_factor),
+        max_length_offset(d.max_length_offset),
+        min_length(d.min_length),
+        attention(d.alignment != AlignmentOutput::kNone),
+        sampling(d.sampling),
+        temperature(d.temperature),
+        top_k(d.top_k) {}
 };
+
+// Whether two searches are the same search: sentences are batched together only then (every field counts, so
+// that a batch's results are those each sentence would get alone; parla-serve's differ in beam size and n-best).
+inline bool operator==(const SearchOptions& a, const SearchOptions& b) {
+  return a.beam_size == b.beam_size && a.n_best == b.n_best && a.length_penalty == b.length_penalty &&
+         a.max_length_factor == b.max_length_factor && a.max_length_offset == b.max_length_offset &&
+         a.min_length == b.min_length && a.attention == b.attention && a.sampling == b.sampling &&
+         a.temperature == b.temperature && a.top_k == b.top_k && a.device_candidates == b.device_candidates;
+}
+inline bool operator!=(const SearchOptions& a, const SearchOptions& b) { return !(a == b); }
 
 // Output tokens allowed for a source of `source_tokens` pieces (without EOS): floor(a * n + b), at least 1,
 // at most max_positions - 1 (the decoder's position of BOS is taken). EOS is forced after that many tokens.

@@ -139,25 +139,19 @@ std::vector<NBestList> Translator::search_rows(const std::vector<std::vector<int
 }
 
 std::vector<std::vector<Translation>> Translator::translate_encoded(const std::vector<std::vector<int>>& sources,
-                                                                    int beam_size, int n_best) {
+                                                                    const SearchOptions& options) {
   torch::NoGradGuard no_grad;
-  SearchOptions o = options_;
-  o.beam_size = beam_size;
-  o.n_best = n_best;
   std::vector<size_t> rows(sources.size());
   for (size_t i = 0; i < rows.size(); ++i) rows[i] = i;
-  const auto found = search_rows(sources, rows, o);
+  const auto found = search_rows(sources, rows, options);
   std::vector<std::vector<Translation>> out(sources.size());
   for (size_t i = 0; i < sources.size(); ++i) out[i] = to_translations(found[i], tgt_vocab_);
   return out;
 }
 
-std::unique_ptr<TranslationStream> Translator::open_stream(int beam_size, int n_best) {
-  SearchOptions o = options_;
-  o.beam_size = beam_size;
-  o.n_best = n_best;
-  if (o.sampling) throw UsageError("continuous batching runs beam search; sampling is not served");
-  return std::make_unique<TranslationStream>(*model_, tgt_vocab_, o, device_, precision_);
+std::unique_ptr<TranslationStream> Translator::open_stream(const SearchOptions& options) {
+  if (options.sampling) throw UsageError("continuous batching runs beam search; sampling is not served");
+  return std::make_unique<TranslationStream>(*model_, tgt_vocab_, options, device_, precision_);
 }
 
 std::vector<std::string> Translator::translate_lines(const std::vector<std::string>& lines, uint64_t first_line) {

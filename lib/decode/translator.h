@@ -56,15 +56,16 @@ class Translator {
   // The two halves of translate_lines, for parla-serve, which batches sentences from many requests itself.
   // encode_line: one raw line -> source piece ids: cut to max_input_chars() characters, sanitised and cut at
   // max_input_length() pieces, each cut with a warning naming `where` (e.g. "input line 7"); thread-safe.
-  // translate_encoded: one batch of non-empty sources searched together with the given beam size and n-best
-  // (decoding's other keys apply), each sentence's hypotheses detokenised, best first. The result of a sentence does not depend on the rest of its batch.
+  // translate_encoded: one batch of non-empty sources searched together with `options` (a copy of options() with
+  // a request's beam size and n-best, say), each sentence's hypotheses detokenised, best first. The result of a
+  // sentence does not depend on the rest of its batch.
   std::vector<int> encode_line(const std::string& line, const std::string& where) const;
-  std::vector<std::vector<Translation>> translate_encoded(const std::vector<std::vector<int>>& sources, int beam_size,
-                                                        int n_best);
-  // Continuous batching: a search that sentences join between steps (decode/translation_stream.h), with the
-  // given beam size and n-best; each sentence's result equals translate_encoded's. Used from one thread at a
-  // time; the translator outlives it.
-  std::unique_ptr<TranslationStream> open_stream(int beam_size, int n_best);
+  std::vector<std::vector<Translation>> translate_encoded(const std::vector<std::vector<int>>& sources,
+                                                        const SearchOptions& options);
+  // Continuous batching: a search with `options` that sentences join between steps
+  // (decode/translation_stream.h); each sentence's result equals translate_encoded's. UsageError for sampling.
+  // Used from one thread at a time; the translator outlives it.
+  std::unique_ptr<TranslationStream> open_stream(const SearchOptions& options);
 
   // Reads all of `in`, writes to `out`: maxi-batches of decoding.maxi_batch batches, or with
   // decoding.line_buffered each line translated and flushed as soon as it is read. IoError naming the output and
@@ -78,6 +79,9 @@ class Translator {
   // The characters of a raw line kept before it is sanitised and tokenized (decoding.max_input_chars, or derived
   // from max_input_length()); parla-translate reads no more of a line than this.
   size_t max_input_chars() const { return max_chars_; }
+  // The search the `decoding` keys describe (SearchOptions::from_config): what translate_lines and
+  // translate_stream search with.
+  const SearchOptions& options() const { return options_; }
   const TranslationStats& stats() const { return stats_; }
   const c10::Device& device() const { return device_; }
   // Float (fp32), BFloat16 or Half: the autocast dtype decoding.precision resolved to.

@@ -84,10 +84,10 @@ SentenceBatcher::SentenceBatcher(const BatcherLimits& limits, StreamOpener opene
 SentenceBatcher::~SentenceBatcher() { stop(); }
 
 std::shared_ptr<Ticket> SentenceBatcher::submit(std::vector<std::vector<int>> sources,
-                                                const SearchSettings& settings) {
+                                                const SearchOptions& options) {
   auto ticket = std::make_shared<Ticket>(sources.size());
   Entry e;
-  e.settings = settings;
+  e.options = options;
   e.arrived = Clock::now();
   for (size_t i = 0; i < sources.size(); ++i)
     if (!sources[i].empty()) e.order.push_back(i);
@@ -161,10 +161,10 @@ bool SentenceBatcher::batch_ready(Clock::time_point now, Clock::time_point& wake
       std::max(oldest.arrived, last_batch_end_) +
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(limits_.max_wait_ms));
   if (now >= deadline) return true;
-  // Full: enough sentences with the oldest's settings to fill the sentence or token budget.
+  // Full: enough sentences with the oldest's options to fill the sentence or token budget.
   size_t sentences = 0, tokens = 0, requests = 0;
   for (const auto& e : queue_) {
-    if (!(e.settings == oldest.settings)) continue;
+    if (!(e.options == oldest.options)) continue;
     if (limits_.batch_requests > 0 && requests == limits_.batch_requests) break;
     ++requests;
     for (size_t k = e.next; k < e.order.size(); ++k) {
@@ -178,11 +178,11 @@ bool SentenceBatcher::batch_ready(Clock::time_point now, Clock::time_point& wake
 }
 
 std::vector<SentenceBatcher::Item> SentenceBatcher::take_batch(std::vector<std::vector<int>>& sources,
-                                                               SearchSettings& settings, size_t capacity) {
-  settings = queue_.front().settings;
+                                                               SearchOptions& options, size_t capacity) {
+  options = queue_.front().options;
   std::vector<Entry*> members;  // the requests this batch draws from, in arrival order
   for (auto& e : queue_) {
-    if (!(e.settings == settings)) continue;
+    if (!(e.options == options)) continue;
     if (limits_.batch_requests > 0 && members.size() == limits_.batch_requests) break;
     members.push_back(&e);
   }
@@ -229,15 +229,15 @@ void SentenceBatcher::run() {
     if (stopping_) return;
     if (!wait_for_batch(lock)) continue;
     std::vector<std::vector<int>> sources;
-    SearchSettings settings;
-    auto items = take_batch(sources, settings, limits_.batch_size);
+    SearchOptions options;
+    auto items = take_batch(sources, options, limits_.batch_size);
     lock.unlock();
 
     const auto start = Clock::now();
     std::vector<std::vector<Translation>> out;
     std::string failure;
     try {
-      out = decoder_(sources, settings);
+      out = decoder_(sources, options);
       if (out.size() != sources.size()) failure = "internal error: the decoder returned a wrong number of results";
     } catch (const std::exception& e) {
       failure = e.what();
@@ -266,7 +266,7 @@ void SentenceBatcher::run() {
 
 void SentenceBatcher::run_continuous() {
   std::unique_ptr<DecodingStream> stream;
-  SearchSettings settings;
+  SearchOptions options;
   std::map<int64_t, Item> in_stream;  // sentences being decoded, by stream id
   std::map<int64_t, size_t> source_tokens;
   int64_t next_id = 0;
@@ -289,20 +289,20 @@ void SentenceBatcher::run_continuous() {
     std::vector<int64_t> leaving;  // sentences of cancelled requests
     if (in_stream.empty()) {
       if (!wait_for_batch(lock)) continue;
-      joining = take_batch(sources, settings, limits_.batch_size);
+      joining = take_batch(sources, options, limits_.batch_size);
       stream.reset();
     } else {
       drop_cancelled();
       for (const auto& [id, item] : in_stream)
         if (item.ticket->cancelled()) leaving.push_back(id);
-      // Join at once while there is room, unless an older request waits for other settings (then drain).
-      if (!queue_.empty() && queue_.front().settings == settings && in_stream.size() < limits_.batch_size) {
+      // Join at once while there is room, unless an older request waits for other options (then drain).
+      if (!queue_.empty() && queue_.front().options == options && in_stream.size() < limits_.batch_size) {
         const size_t room = limits_.batch_size - in_stream.size();
         size_t ready = 0;
         for (const auto& e : queue_)
-          if (e.settings == settings) ready += e.order.size() - e.next;
+          if (e.options == options) ready += e.order.size() - e.next;
         if (ready >= std::min(room, std::max<size_t>(1, limits_.join_min))) {
-          SearchSettings same;
+          SearchOptions same;
           joining = take_batch(sources, same, room);
         }
       }
@@ -321,7 +321,7 @@ void SentenceBatcher::run_continuous() {
       if (metrics_) metrics_->sentences_dropped(leaving.size());
     }
     try {
-      if (!stream) stream = opener_(settings);
+      if (!stream) stream = opener_(options);
       if (!leaving.empty()) stream->remove(leaving);
       if (!joining.empty()) {
         std::vector<int64_t> ids;

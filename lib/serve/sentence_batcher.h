@@ -1,9 +1,9 @@
 #pragma once
 // Cross-request batching for parla-serve: every sentence of every request enters one queue, and one decoding
-// thread forms batches from everything waiting that shares the same search options (beam size, n-best), so that
-// 64 clients sending one sentence each are decoded as one batch of 64 rather than 64 batches of one. Batched
-// beam search gives each sentence the same result whatever its batch (tests/decode), so batching never changes
-// an answer. Torch-free: the decoder is a function (the app passes decode::Translator's).
+// thread forms batches from everything waiting that shares the same search options (a request may set beam size
+// and n-best), so that 64 clients sending one sentence each are decoded as one batch of 64 rather than 64 batches
+// of one. Batched beam search gives each sentence the same result whatever its batch (tests/decode), so batching
+// never changes an answer. Torch-free: the decoder is a function (the app passes decode::Translator's).
 //
 // A batch is decoded when it is full (batch_size sentences, or batch_tokens padded source tokens) or when the
 // oldest waiting sentence has waited max_wait_ms, counted from the end of the previous batch if that is later:
@@ -26,21 +26,20 @@
 #include <utility>
 #include <vector>
 
+#include "decode/search_options.h"
 #include "serve/translate_request.h"
 
 namespace parla::serve {
 
 class ServerMetrics;
 
-struct SearchSettings {
-  int beam_size = 5;
-  int n_best = 1;
-  bool operator==(const SearchSettings& o) const { return beam_size == o.beam_size && n_best == o.n_best; }
-};
+// What every sentence of one batch is searched with (the server's options with a request's beam size and n-best):
+// only sentences whose options are equal share a batch.
+using SearchOptions = decode::SearchOptions;
 
 // Decodes one batch: source piece ids (no EOS; never empty) -> each sentence's n-best translations, best first.
 using BatchDecoder = std::function<std::vector<std::vector<Translation>>(const std::vector<std::vector<int>>& sources,
-                                                                          const SearchSettings& settings)>;
+                                                                          const SearchOptions& options)>;
 
 // Continuous batching (decode::TranslationStream behind it): a running search that sentences join between
 // decoder steps and leave as they finish. Used by the decoding thread only.
@@ -56,7 +55,7 @@ class DecodingStream {
   // Sentences being decoded.
   virtual size_t size() const = 0;
 };
-using StreamOpener = std::function<std::unique_ptr<DecodingStream>(const SearchSettings& settings)>;
+using StreamOpener = std::function<std::unique_ptr<DecodingStream>(const SearchOptions& options)>;
 
 // Any class with the same four members (decode::TranslationStream) as a DecodingStream.
 template <class Stream>
@@ -124,9 +123,9 @@ class SentenceBatcher {
   // `metrics` may be null. The decoding thread starts at once.
   SentenceBatcher(const BatcherLimits& limits, BatchDecoder decoder, ServerMetrics* metrics = nullptr);
   // Continuous batching: when nothing is decoding, a batch is formed as above and a stream opened for it;
-  // while it decodes, sentences waiting with the same settings join it at the next step, up to batch_size
+  // while it decodes, sentences waiting with the same options join it at the next step, up to batch_size
   // sentences in the stream (no wait: a free place is filled at once). When the oldest waiting request has
-  // other settings, nothing joins any more: the stream drains and the next one serves that request. The
+  // other options, nothing joins any more: the stream drains and the next one serves that request. The
   // sentences of a cancelled request leave the stream at the next step.
   // In the metrics a batch is then one decoder step.
   SentenceBatcher(const BatcherLimits& limits, StreamOpener opener, ServerMetrics* metrics = nullptr);
@@ -136,7 +135,7 @@ class SentenceBatcher {
 
   // Queues one request's sentences (piece ids; an empty one is answered at once with an empty translation).
   // Returns null, queueing nothing, when the queue cannot take them all (the caller answers 503).
-  std::shared_ptr<Ticket> submit(std::vector<std::vector<int>> sources, const SearchSettings& settings);
+  std::shared_ptr<Ticket> submit(std::vector<std::vector<int>> sources, const SearchOptions& options);
 
   // Fails every sentence still waiting (not yet in a batch) with `why`: the drain timeout ran out.
   void fail_waiting(const std::string& why);
@@ -149,7 +148,7 @@ class SentenceBatcher {
   using Clock = std::chrono::steady_clock;
   struct Entry {
     std::shared_ptr<Ticket> ticket;
-    SearchSettings settings;
+    SearchOptions options;
     std::vector<std::vector<int>> sources;
     std::vector<size_t> order;  // sentences not yet taken, longest first (taken from the front)
     size_t next = 0;
@@ -170,8 +169,8 @@ class SentenceBatcher {
   // oldest sentence's deadline or a wake-up, and returns false so that the caller checks again.
   bool wait_for_batch(std::unique_lock<std::mutex>& lock);
   // Under the lock: takes the next batch of at most `capacity` sentences (round-robin over the requests with
-  // the oldest entry's settings).
-  std::vector<Item> take_batch(std::vector<std::vector<int>>& sources, SearchSettings& settings, size_t capacity);
+  // the oldest entry's options).
+  std::vector<Item> take_batch(std::vector<std::vector<int>>& sources, SearchOptions& options, size_t capacity);
 
   BatcherLimits limits_;
   BatchDecoder decoder_;

@@ -120,10 +120,13 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
   }
   out.single = has_text;
 
-  out.beam_size = limits.default_beam_size;
-  if (!read_int(j, "beam_size", 1, limits.max_beam_size, "serve.max_beam_size", out.beam_size, error)) return false;
-  out.n_best = std::min(limits.default_n_best, out.beam_size);
-  if (!read_int(j, "n_best", 1, out.beam_size, "at most the beam size", out.n_best, error)) return false;
+  // The server's search, with what the request overrides.
+  out.search = limits.search;
+  auto& search = out.search;
+  if (!read_int(j, "beam_size", 1, limits.max_beam_size, "serve.max_beam_size", search.beam_size, error))
+    return false;
+  search.n_best = std::min(search.n_best, search.beam_size);
+  if (!read_int(j, "n_best", 1, search.beam_size, "at most the beam size", search.n_best, error)) return false;
 
   for (const auto& t : out.texts) {
     out.line_begin.push_back(out.lines.size());
@@ -156,7 +159,7 @@ std::string format_translate_response(const TranslateRequest& request,
   for (size_t t = 0; t < request.texts.size(); ++t) {
     const size_t begin = request.line_begin[t], end = request.line_begin[t + 1];
     // How many hypotheses this text has: the fewest of its lines' (a line with none, e.g. empty, counts as 1).
-    size_t n = static_cast<size_t>(request.n_best);
+    size_t n = static_cast<size_t>(request.search.n_best);
     for (size_t l = begin; l < end; ++l) n = std::min(n, std::max<size_t>(1, per_line[l].size()));
     json entries = json::array();
     for (size_t k = 0; k < n; ++k) {
@@ -167,13 +170,13 @@ std::string format_translate_response(const TranslateRequest& request,
         text += hyp(l, k).text;
         score += hyp(l, k).score;
       }
-      if (request.n_best == 1) {
+      if (request.search.n_best == 1) {
         entries.push_back(text);
       } else {
         entries.push_back({{"text", text}, {"score", score}});
       }
     }
-    answers.push_back(request.n_best == 1 ? entries[0] : entries);
+    answers.push_back(request.search.n_best == 1 ? entries[0] : entries);
   }
   json body;
   if (request.single) {

@@ -3,8 +3,9 @@
 // fuzz/fuzz_serve_request.cpp):
 //   {"text": "..."}                    -> {"translation": "..."}
 //   {"texts": ["...", ...]}            -> {"translations": ["...", ...]}
-//   optional "beam_size" (1..serve.max_beam_size) and "n_best" (1..beam size); with n_best > 1 each translation
-//   is a list of {"text", "score"}, best first (score: the length-normalised log-probability beam search ranks by).
+//   optional "beam_size" (1..serve.max_beam_size) and "n_best" (1..beam size), which override the server's search
+//   options for this request; with n_best > 1 each translation is a list of {"text", "score"}, best first (score:
+//   the length-normalised log-probability beam search ranks by).
 // A text with line breaks is translated line by line and rejoined with '\n', as parla-translate does with a
 // file ("a\nb\n" is three lines, the last empty, so the answer keeps the trailing break). A "\r" before a "\n" is
 // part of its line, as parla-translate reads it (the sanitiser turns it into a space).
@@ -12,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "core/config/serve_config.h"
+#include "decode/search_options.h"
 #include "decode/translation.h"
 
 namespace parla::serve {
@@ -22,11 +25,11 @@ struct RequestError {
   std::string message;
 };
 
+// What a request may ask for, and the search it gets unless it says otherwise (defaults: the config's).
 struct RequestLimits {
-  size_t max_sentences = 1024;  // lines of all texts together
-  int max_beam_size = 10;
-  int default_beam_size = 5;    // decoding.beam_size
-  int default_n_best = 1;       // decoding.n_best
+  size_t max_sentences = static_cast<size_t>(ServeConfig{}.max_sentences);  // lines of all texts together
+  int max_beam_size = ServeConfig{}.max_beam_size;
+  decode::SearchOptions search;  // the `decoding` keys' search; n_best is cut to a request's smaller beam
 };
 
 struct TranslateRequest {
@@ -35,8 +38,7 @@ struct TranslateRequest {
   // Every line of every text, in order; texts[i] owns lines [line_begin[i], line_begin[i + 1]).
   std::vector<std::string> lines;
   std::vector<size_t> line_begin;
-  int beam_size = 5;
-  int n_best = 1;
+  decode::SearchOptions search;    // the server's, with the request's beam_size and n_best
 };
 
 // Arrays and objects nested deeper than this are refused while parsing (400); a valid request nests two.

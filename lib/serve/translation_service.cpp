@@ -18,8 +18,8 @@ Reply error_reply(int status, const std::string& message, int retry_after = 0) {
 TranslationService::TranslationService(const ServeConfig& serve, const DecodingConfig& decoding) : serve_(serve) {
   limits_.max_sentences = static_cast<size_t>(serve.max_sentences);
   limits_.max_beam_size = serve.max_beam_size;
-  limits_.default_beam_size = std::min(decoding.beam_size, serve.max_beam_size);
-  limits_.default_n_best = decoding.n_best;
+  limits_.search = decode::SearchOptions::from_config(decoding);
+  limits_.search.beam_size = std::min(limits_.search.beam_size, serve.max_beam_size);
 }
 
 TranslationService::~TranslationService() { shutdown(); }
@@ -138,7 +138,7 @@ bool TranslationService::begin(const std::string& body, Job& job, Reply& reply) 
   // megabyte of text waiting in the queue would otherwise be held twice (texts and lines) until its answer.
   std::vector<std::string>(job.request.texts.size()).swap(job.request.texts);
   std::vector<std::string>().swap(job.request.lines);
-  job.ticket = batcher->submit(std::move(sources), {job.request.beam_size, job.request.n_best});
+  job.ticket = batcher->submit(std::move(sources), job.request.search);
   if (!job.ticket) {
     reply = error_reply(503, "the server is overloaded: the queue holds its limit of " +
                                  std::to_string(serve_.max_queue) + " sentences (serve.max_queue); retry later",

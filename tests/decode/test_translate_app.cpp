@@ -442,12 +442,62 @@ TEST_CASE("a line cut for parla-serve (encode_line) gets parla-translate's cut, 
     t.translate_stream(in, out);
     out.close();
   }
-  const auto served = t.translate_encoded({ids}, 2, 1);
+  const auto served = t.translate_encoded({ids}, t.options());
   REQUIRE(served.size() == 1);
   CHECK(parla::testing::read_file(dir.file("out.txt")) == served[0][0].text + "\n");
 
   cfg.max_input_chars = 7;
   CHECK(parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU).max_input_chars() == 7);
+}
+
+TEST_CASE("translate_encoded and open_stream search with the options of the call, not the translator's",
+          "[translate_app]") {
+  auto& f = fixture();
+  parla::DecodingConfig cfg = beam2_cut40();
+  auto beam2 = parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU);
+  cfg.beam_size = 3;
+  cfg.n_best = 3;
+  cfg.length_penalty = 0;
+  auto nbest3 = parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU);
+  REQUIRE(nbest3.options().n_best == 3);
+  REQUIRE(beam2.options().beam_size == 2);
+
+  std::vector<std::vector<int>> sources;
+  for (const char* line : {"the house is small", "a green tree", "the dog"})
+    sources.push_back(beam2.encode_line(line, "a request"));
+  // beam2's translator given nbest3's options answers as nbest3 does, and the other way round.
+  const auto asked = beam2.translate_encoded(sources, nbest3.options());
+  const auto own = nbest3.translate_encoded(sources, nbest3.options());
+  const auto back = nbest3.translate_encoded(sources, beam2.options());
+  const auto beam2_own = beam2.translate_encoded(sources, beam2.options());
+  REQUIRE(asked.size() == sources.size());
+  for (size_t i = 0; i < sources.size(); ++i) {
+    CHECK(asked[i].size() == 3);
+    CHECK(back[i].size() == 1);
+    REQUIRE(asked[i].size() == own[i].size());
+    for (size_t k = 0; k < own[i].size(); ++k) {
+      CHECK(asked[i][k].text == own[i][k].text);
+      CHECK(asked[i][k].score == own[i][k].score);
+    }
+    CHECK(back[i][0].text == beam2_own[i][0].text);
+    CHECK(back[i][0].score == beam2_own[i][0].score);
+  }
+
+  // A stream opened with options searches with them too.
+  auto stream = beam2.open_stream(nbest3.options());
+  stream->add(sources, {0, 1, 2});
+  size_t done = 0;
+  while (stream->size() > 0) {
+    for (auto& [id, result] : stream->step()) {
+      ++done;
+      REQUIRE(result.size() == own[static_cast<size_t>(id)].size());
+      CHECK(result[0].text == own[static_cast<size_t>(id)][0].text);
+    }
+  }
+  CHECK(done == sources.size());
+  auto sampling = beam2.options();
+  sampling.sampling = true;
+  CHECK_THROWS_AS(beam2.open_stream(sampling), parla::UsageError);
 }
 
 TEST_CASE("parla-translate on a GPU gives the CPU's translations", "[translate_app][cuda]") {

@@ -10,10 +10,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "serve/search_with.h"
 #include "serve/sentence_batcher.h"
 #include "serve/server_metrics.h"
 
 using namespace parla::serve;
+using parla::testing::search_with;
 using namespace std::chrono_literals;
 
 namespace {
@@ -28,13 +30,13 @@ std::string expected_text(const std::vector<int>& ids) {
 struct Recorder {
   std::mutex mutex;
   std::vector<std::vector<std::vector<int>>> batches;
-  std::vector<SearchSettings> settings;
+  std::vector<SearchOptions> settings;
   std::chrono::milliseconds delay{0};
   std::atomic<bool> hold{false};  // while set, the decoder waits (to let requests pile up)
   std::atomic<int> entered{0};     // batches the decoder has started
 
   BatchDecoder decoder() {
-    return [this](const std::vector<std::vector<int>>& sources, const SearchSettings& s) {
+    return [this](const std::vector<std::vector<int>>& sources, const SearchOptions& s) {
       ++entered;
       while (hold) std::this_thread::sleep_for(1ms);
       if (delay.count() > 0) std::this_thread::sleep_for(delay);
@@ -161,7 +163,7 @@ TEST_CASE("batch_requests = 1 keeps each batch to one request, and different opt
   std::vector<std::vector<std::vector<int>>> sent;
   for (int r = 0; r < 6; ++r) {
     sent.push_back(request(r, 3));
-    t.push_back(batcher.submit(sent.back(), {r % 2 ? 2 : 4, 1}));
+    t.push_back(batcher.submit(sent.back(), search_with(r % 2 ? 2 : 4, 1)));
   }
   rec.hold = false;
   for (int r = 0; r < 6; ++r) check_results(t[r], sent[r]);
@@ -177,7 +179,7 @@ TEST_CASE("batch_requests = 1 keeps each batch to one request, and different opt
   limits.batch_requests = 0;
   SentenceBatcher b2(limits, mixed.decoder());
   std::vector<std::shared_ptr<Ticket>> t2;
-  for (int r = 0; r < 6; ++r) t2.push_back(b2.submit(sent[r], {r % 2 ? 2 : 4, r % 2 ? 2 : 1}));
+  for (int r = 0; r < 6; ++r) t2.push_back(b2.submit(sent[r], search_with(r % 2 ? 2 : 4, r % 2 ? 2 : 1)));
   mixed.hold = false;
   for (int r = 0; r < 6; ++r) {
     check_results(t2[r], sent[r]);
@@ -186,6 +188,28 @@ TEST_CASE("batch_requests = 1 keeps each batch to one request, and different opt
   b2.stop();
   for (size_t b = 0; b < mixed.batches.size(); ++b)
     for (const auto& s : mixed.batches[b]) CHECK(mixed.settings[b].beam_size == (s[0] % 2 ? 2 : 4));
+}
+
+TEST_CASE("sentences share a batch only when all their search options are equal, not just beam size and n-best") {
+  Recorder rec;
+  rec.hold = true;
+  BatcherLimits limits;
+  limits.batch_size = 64;
+  limits.max_wait_ms = 0;
+  SentenceBatcher batcher(limits, rec.decoder());
+  auto plain = search_with(3, 1), shorter = plain;
+  shorter.length_penalty += 0.5;
+  std::vector<std::shared_ptr<Ticket>> t;
+  std::vector<std::vector<std::vector<int>>> sent;
+  for (int r = 0; r < 4; ++r) {
+    sent.push_back(request(r, 2));
+    t.push_back(batcher.submit(sent.back(), r % 2 ? shorter : plain));
+  }
+  rec.hold = false;
+  for (int r = 0; r < 4; ++r) check_results(t[r], sent[r]);
+  batcher.stop();
+  for (size_t b = 0; b < rec.batches.size(); ++b)
+    for (const auto& s : rec.batches[b]) CHECK(rec.settings[b] == (s[0] % 2 ? shorter : plain));
 }
 
 TEST_CASE("the token budget bounds every batch's padded size unless one sentence alone exceeds it") {
@@ -306,7 +330,7 @@ TEST_CASE("a decoder failure fails the requests of its batch with the reason, an
   std::atomic<int> calls{0};
   BatcherLimits limits;
   limits.max_wait_ms = 0;
-  SentenceBatcher batcher(limits, [&](const std::vector<std::vector<int>>& s, const SearchSettings&) {
+  SentenceBatcher batcher(limits, [&](const std::vector<std::vector<int>>& s, const SearchOptions&) {
     if (calls++ == 0) throw std::runtime_error("out of memory");
     return std::vector<std::vector<Translation>>(s.size(), {Translation{"ok", 0, 1}});
   });

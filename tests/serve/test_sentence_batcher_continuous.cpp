@@ -11,10 +11,12 @@
 
 #include <catch2/catch.hpp>
 
+#include "serve/search_with.h"
 #include "serve/sentence_batcher.h"
 #include "serve/server_metrics.h"
 
 using namespace parla::serve;
+using parla::testing::search_with;
 using namespace std::chrono_literals;
 
 namespace {
@@ -28,7 +30,7 @@ std::string stream_text(const std::vector<int>& ids) {
 // What the toy streams saw, shared by all of them.
 struct StreamLog {
   std::mutex mutex;
-  std::vector<SearchSettings> opened;  // settings of each stream, in order
+  std::vector<SearchOptions> opened;  // settings of each stream, in order
   size_t largest = 0;                  // most sentences in a stream at one step
   std::atomic<int> steps{0};
   std::chrono::milliseconds step_time{1};
@@ -38,7 +40,7 @@ struct StreamLog {
 
 class ToyStream : public DecodingStream {
  public:
-  ToyStream(StreamLog& log, const SearchSettings& s) : log_(log), settings_(s) {}
+  ToyStream(StreamLog& log, const SearchOptions& s) : log_(log), settings_(s) {}
   void add(const std::vector<std::vector<int>>& sources, const std::vector<int64_t>& ids) override {
     for (size_t i = 0; i < sources.size(); ++i) live_[ids[i]] = {sources[i], static_cast<int>(sources[i].size())};
   }
@@ -76,12 +78,12 @@ class ToyStream : public DecodingStream {
     int left;
   };
   StreamLog& log_;
-  SearchSettings settings_;
+  SearchOptions settings_;
   std::map<int64_t, Sentence> live_;
 };
 
 StreamOpener toy_opener(StreamLog& log) {
-  return [&log](const SearchSettings& s) -> std::unique_ptr<DecodingStream> {
+  return [&log](const SearchOptions& s) -> std::unique_ptr<DecodingStream> {
     {
       std::lock_guard<std::mutex> lock(log.mutex);
       log.opened.push_back(s);
@@ -116,9 +118,9 @@ TEST_CASE("continuous batching: a short sentence joins a long one's running batc
   limits.max_wait_ms = 0;
   SentenceBatcher batcher(limits, toy_opener(log));
   std::vector<std::vector<int>> long_one{sentence_of(1, 400)}, short_one{sentence_of(2, 3)};
-  auto slow = batcher.submit(long_one, {5, 1});
+  auto slow = batcher.submit(long_one, search_with(5, 1));
   while (log.steps < 5) std::this_thread::sleep_for(1ms);
-  auto quick = batcher.submit(short_one, {5, 1});
+  auto quick = batcher.submit(short_one, search_with(5, 1));
   check_answered(quick, short_one);
   CHECK_FALSE(slow->wait_for(0ms));  // the long sentence is still decoding
   check_answered(slow, long_one);
@@ -140,7 +142,7 @@ TEST_CASE("continuous batching: the stream never holds more than batch_size sent
     std::vector<std::vector<int>> req;
     for (int i = 0; i <= r % 3; ++i) req.push_back(sentence_of(100 * r + i, 2 + (r * 7 + i) % 9));
     requests.push_back(req);
-    tickets.push_back(batcher.submit(req, {3, 2}));
+    tickets.push_back(batcher.submit(req, search_with(3, 2)));
   }
   for (size_t r = 0; r < requests.size(); ++r) check_answered(tickets[r], requests[r]);
   std::lock_guard<std::mutex> lock(log.mutex);
@@ -155,11 +157,11 @@ TEST_CASE("continuous batching: a request with other settings waits for the stre
   limits.max_wait_ms = 0;
   SentenceBatcher batcher(limits, toy_opener(log));
   std::vector<std::vector<int>> a{sentence_of(1, 60)}, b{sentence_of(2, 2)}, c{sentence_of(3, 2)};
-  auto ta = batcher.submit(a, {5, 1});
+  auto ta = batcher.submit(a, search_with(5, 1));
   while (log.steps < 2) std::this_thread::sleep_for(1ms);
-  auto tb = batcher.submit(b, {2, 1});
+  auto tb = batcher.submit(b, search_with(2, 1));
   std::this_thread::sleep_for(5ms);
-  auto tc = batcher.submit(c, {5, 1});  // same settings as the running stream, but b is older
+  auto tc = batcher.submit(c, search_with(5, 1));  // same settings as the running stream, but b is older
   check_answered(ta, a);
   check_answered(tb, b);
   check_answered(tc, c);
@@ -179,10 +181,10 @@ TEST_CASE("continuous batching: a failing step fails the sentences in the stream
   SentenceBatcher batcher(limits, toy_opener(log));
   log.fail_next_step = true;
   std::vector<std::vector<int>> a{sentence_of(1, 5), sentence_of(2, 3)}, b{sentence_of(3, 4)};
-  auto ta = batcher.submit(a, {5, 1});
+  auto ta = batcher.submit(a, search_with(5, 1));
   REQUIRE(ta->wait_for(5000ms));
   CHECK(ta->failure() == "toy failure");
-  auto tb = batcher.submit(b, {5, 1});
+  auto tb = batcher.submit(b, search_with(5, 1));
   check_answered(tb, b);
 }
 
@@ -192,7 +194,7 @@ TEST_CASE("continuous batching: stopping fails what is still decoding or waiting
   limits.max_wait_ms = 0;
   auto batcher = std::make_unique<SentenceBatcher>(limits, toy_opener(log));
   std::vector<std::vector<int>> a{sentence_of(1, 100000)};
-  auto ta = batcher->submit(a, {5, 1});
+  auto ta = batcher->submit(a, search_with(5, 1));
   while (log.steps < 2) std::this_thread::sleep_for(1ms);
   batcher->stop();
   REQUIRE(ta->wait_for(1000ms));
@@ -206,15 +208,15 @@ TEST_CASE("continuous batching: with join_min, waiting sentences join a running 
   limits.join_min = 3;
   SentenceBatcher batcher(limits, toy_opener(log));
   std::vector<std::vector<int>> long_one{sentence_of(1, 300)};
-  auto slow = batcher.submit(long_one, {5, 1});
+  auto slow = batcher.submit(long_one, search_with(5, 1));
   while (log.steps < 3) std::this_thread::sleep_for(1ms);
   std::vector<std::vector<int>> b{sentence_of(2, 2)}, c{sentence_of(3, 2)}, d{sentence_of(4, 2)};
-  auto tb = batcher.submit(b, {5, 1});
-  auto tc = batcher.submit(c, {5, 1});
+  auto tb = batcher.submit(b, search_with(5, 1));
+  auto tc = batcher.submit(c, search_with(5, 1));
   std::this_thread::sleep_for(30ms);  // many steps: two waiting sentences are fewer than join_min
   CHECK_FALSE(tb->wait_for(0ms));
   CHECK_FALSE(tc->wait_for(0ms));
-  auto td = batcher.submit(d, {5, 1});  // the third: all three join at once
+  auto td = batcher.submit(d, search_with(5, 1));  // the third: all three join at once
   check_answered(tb, b);
   check_answered(tc, c);
   check_answered(td, d);
@@ -232,8 +234,8 @@ TEST_CASE("continuous batching: a cancelled request's sentences leave the stream
   ServerMetrics metrics;
   SentenceBatcher batcher(limits, toy_opener(log), &metrics);
   std::vector<std::vector<int>> gone{sentence_of(1, 100000), sentence_of(2, 100000)}, stays{sentence_of(3, 20)};
-  auto t_gone = batcher.submit(gone, {5, 1});
-  auto t_stays = batcher.submit(stays, {5, 1});
+  auto t_gone = batcher.submit(gone, search_with(5, 1));
+  auto t_stays = batcher.submit(stays, search_with(5, 1));
   while (log.steps < 2) std::this_thread::sleep_for(1ms);
   t_gone->cancel();
   check_answered(t_stays, stays);

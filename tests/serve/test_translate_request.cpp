@@ -35,16 +35,16 @@ TEST_CASE("a request with text or texts is split into lines exactly at each line
   auto one = accepted(R"({"text": "Hallo Welt"})");
   CHECK(one.single);
   CHECK(one.lines == std::vector<std::string>{"Hallo Welt"});
-  CHECK(one.beam_size == 5);
-  CHECK(one.n_best == 1);
+  CHECK(one.search.beam_size == 5);
+  CHECK(one.search.n_best == 1);
 
   // Reference: a text with k line breaks is k + 1 lines, whatever they hold (empty, \r, trailing break).
   const std::vector<std::string> texts = {"a\nb", "a\nb\n", "\n", "", "x\r\ny", "\n\nz\n\n"};
   json list = texts;
   auto many = accepted(json{{"texts", list}, {"beam_size", 3}, {"n_best", 2}}.dump());
   CHECK_FALSE(many.single);
-  CHECK(many.beam_size == 3);
-  CHECK(many.n_best == 2);
+  CHECK(many.search.beam_size == 3);
+  CHECK(many.search.n_best == 2);
   REQUIRE(many.line_begin.size() == texts.size() + 1);
   for (size_t t = 0; t < texts.size(); ++t) {
     const size_t breaks = static_cast<size_t>(std::count(texts[t].begin(), texts[t].end(), '\n'));
@@ -58,13 +58,27 @@ TEST_CASE("a request with text or texts is split into lines exactly at each line
 
 TEST_CASE("the config's beam size and n-best are a request's defaults") {
   RequestLimits limits;
-  limits.default_beam_size = 4;
-  limits.default_n_best = 2;
+  limits.search.beam_size = 4;
+  limits.search.n_best = 2;
   auto r = accepted(R"({"text": "x"})", limits);
-  CHECK(r.beam_size == 4);
-  CHECK(r.n_best == 2);
+  CHECK(r.search.beam_size == 4);
+  CHECK(r.search.n_best == 2);
   // A smaller beam caps the default n-best rather than failing.
-  CHECK(accepted(R"({"text": "x", "beam_size": 1})", limits).n_best == 1);
+  CHECK(accepted(R"({"text": "x", "beam_size": 1})", limits).search.n_best == 1);
+}
+
+TEST_CASE("a request overrides beam size and n-best on a copy of the server's search options, nothing else") {
+  RequestLimits limits;
+  limits.search.length_penalty = 0.25;
+  limits.search.min_length = 2;
+  limits.search.max_length_offset = 7;
+  auto r = accepted(R"({"text": "x", "beam_size": 3, "n_best": 2})", limits);
+  auto expected = limits.search;
+  expected.beam_size = 3;
+  expected.n_best = 2;
+  CHECK(r.search == expected);
+  CHECK(accepted(R"({"text": "x"})", limits).search == limits.search);
+  CHECK(limits.search.beam_size == parla::DecodingConfig{}.beam_size);  // untouched by the requests
 }
 
 TEST_CASE("every malformed request is refused with 400 and a message naming what is wrong") {

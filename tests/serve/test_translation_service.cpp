@@ -2,6 +2,7 @@
 #include <atomic>
 #include <cctype>
 #include <chrono>
+#include <mutex>
 #include <thread>
 
 #include <catch2/catch.hpp>
@@ -23,7 +24,7 @@ Backend upper_backend(std::chrono::milliseconds delay = 0ms, std::atomic<bool>* 
     for (unsigned char c : line) ids.push_back(c);
     return ids;
   };
-  b.decode = [delay, gate, entered](const std::vector<std::vector<int>>& sources, const SearchSettings&) {
+  b.decode = [delay, gate, entered](const std::vector<std::vector<int>>& sources, const SearchOptions&) {
     if (entered) ++*entered;
     while (gate && *gate) std::this_thread::sleep_for(1ms);
     std::this_thread::sleep_for(delay);
@@ -99,4 +100,44 @@ TEST_CASE("a client that goes away while waiting gets its work cancelled and is 
   const std::string m = service.metrics().body;
   CHECK_THAT(m, Catch::Contains("parla_requests_total{code=\"499\"} 1"));
   CHECK_THAT(m, !Catch::Contains("parla_dropped_sentences_total 0\n"));
+}
+
+TEST_CASE("the decoder searches with the decoding section's options and each request's beam size and n-best") {
+  parla::ServeConfig cfg;
+  cfg.max_wait_ms = 0;
+  cfg.max_beam_size = 6;
+  parla::DecodingConfig decoding;
+  decoding.beam_size = 8;  // more than serve.max_beam_size: requests get 6 unless they ask for less
+  decoding.n_best = 2;
+  decoding.length_penalty = 0.3;
+  decoding.min_length = 1;
+  TranslationService service(cfg, decoding);
+  std::mutex mutex;
+  std::vector<parla::decode::SearchOptions> seen;
+  Backend b = upper_backend();
+  auto upper = b.decode;
+  b.decode = [&, upper](const std::vector<std::vector<int>>& sources, const SearchOptions& o) {
+    {
+      std::lock_guard<std::mutex> lock(mutex);
+      seen.push_back(o);
+    }
+    auto out = upper(sources, o);
+    for (auto& n : out) n.resize(static_cast<size_t>(o.n_best), n[0]);
+    return out;
+  };
+  service.start(b);
+  REQUIRE(service.translate(R"({"text": "a"})").status == 200);
+  REQUIRE(service.translate(R"({"text": "b", "beam_size": 1})").status == 200);
+  REQUIRE(service.translate(R"({"text": "c", "beam_size": 4, "n_best": 3})").status == 200);
+  service.shutdown();
+  auto expected = parla::decode::SearchOptions::from_config(decoding);
+  REQUIRE(seen.size() == 3);
+  expected.beam_size = 6;
+  CHECK(seen[0] == expected);
+  expected.beam_size = 1;
+  expected.n_best = 1;  // the default n-best, cut to the request's beam
+  CHECK(seen[1] == expected);
+  expected.beam_size = 4;
+  expected.n_best = 3;
+  CHECK(seen[2] == expected);
 }
