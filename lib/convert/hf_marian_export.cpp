@@ -1,13 +1,12 @@
 #include "convert/hf_marian_export.h"
 
-#include <unistd.h>
-
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "convert/hf_marian_layout.h"
+#include "core/atomic_file.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "data/output_file.h"
@@ -179,28 +178,25 @@ void export_hf_marian(const std::string& checkpoint, const std::string& out) {
                               {"model_max_length", max_positions}, {"eos_token", "</s>"},
                               {"unk_token", "<unk>"}, {"pad_token", "<pad>"}};
 
-  // Everything goes into a temporary sibling folder, renamed into place when complete.
-  const fs::path tmp = fs::path(out).string() + ".tmp-" + std::to_string(::getpid());
+  // Everything goes into a temporary sibling folder (core/atomic_file.h), renamed into place when complete; an
+  // error on the way removes it.
+  AtomicFile folder(out, staging_path(out));
+  const fs::path tmp = folder.temporary();
   std::error_code ec;
   fs::remove_all(tmp, ec);
   if (!fs::create_directory(tmp, ec)) throw IoError(tmp.string() + ": cannot create (" + ec.message() + ")");
-  try {
-    st.save((tmp / "model.safetensors").string());
-    write_text(tmp, "config.json", config.dump(2) + "\n");
-    write_text(tmp, "generation_config.json", generation.dump(2) + "\n");
-    write_text(tmp, "tokenizer_config.json", tokenizer.dump(2) + "\n");
-    write_text(tmp, "vocab.json", vocab_json(src_pieces, checkpoint).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    if (separate_vocabs)
-      write_text(tmp, "target_vocab.json",
-                 vocab_json(tgt_pieces, checkpoint).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-    write_text(tmp, "source.spm", meta.src_spm);
-    write_text(tmp, "target.spm", meta.tgt_spm);
-    fs::rename(tmp, out, ec);
-    if (ec) throw IoError(out + ": cannot rename the finished folder into place (" + ec.message() + ")");
-  } catch (...) {
-    fs::remove_all(tmp, ec);
-    throw;
-  }
+  st.save((tmp / "model.safetensors").string());
+  write_text(tmp, "config.json", config.dump(2) + "\n");
+  write_text(tmp, "generation_config.json", generation.dump(2) + "\n");
+  write_text(tmp, "tokenizer_config.json", tokenizer.dump(2) + "\n");
+  write_text(tmp, "vocab.json", vocab_json(src_pieces, checkpoint).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  if (separate_vocabs)
+    write_text(tmp, "target_vocab.json",
+               vocab_json(tgt_pieces, checkpoint).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  write_text(tmp, "source.spm", meta.src_spm);
+  write_text(tmp, "target.spm", meta.tgt_spm);
+  if ((ec = folder.commit()))
+    throw IoError(out + ": cannot rename the finished folder into place (" + ec.message() + ")");
 }
 
 }  // namespace parla::convert

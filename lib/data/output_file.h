@@ -9,6 +9,8 @@
 #include <string_view>
 #include <vector>
 
+#include "core/atomic_file.h"
+
 namespace parla::data {
 
 class OutputFile {
@@ -41,11 +43,7 @@ class OutputFile {
   std::string path_, name_;
 };
 
-// The temporary sibling a writer of PATH uses: PATH.tmp.<pid>. The PID keeps concurrent writers apart and lets
-// remove_stale_temporaries tell a dead writer's leftovers from a live one's. Every atomic write in parla uses it.
-std::string temporary_path(const std::string& path);
-
-// PATH written as its temporary sibling (temporary_path) and renamed into place by commit(), so that PATH is either
+// PATH written as its temporary sibling (core/atomic_file.h) and renamed into place by commit(), so that PATH is either
 // whole or untouched: destroyed without commit() (an error on the way), it removes the temporary. A PATH that
 // exists and is neither a regular file nor a directory (a FIFO, a character device such as /dev/stdout or
 // /dev/null) is written in place instead: renaming over it would replace it with a regular file that its reader
@@ -68,23 +66,12 @@ class AtomicOutputFile {
  private:
   void discard();  // closes and removes the temporary
   std::string path_, tmp_;
+  std::optional<AtomicFile> target_;  // empty when PATH is written in place
   std::optional<OutputFile> file_;
   bool committed_ = false;
 };
 
 // Writes a whole file through a temporary sibling and renames it into place.
 void write_file_atomically(const std::string& path, std::string_view content);
-
-// Copies FROM to TO through TO's temporary sibling, renamed into place: TO is whole or untouched. IoError naming
-// TO, the temporary and the reason; the temporary is removed then.
-void copy_file_atomically(const std::string& from, const std::string& to);
-
-// Removes what writers killed mid-write (SIGKILL, power loss) left for good: for a file PATH, its temporaries
-// PATH.tmp.<pid> whose process is gone (kill(pid, 0) fails with ESRCH) and the fixed-name PATH.tmp that parla
-// used before temporaries carried the PID; for a folder, the PID-named temporaries of every file in it and the
-// fixed-name ones of parla's own outputs there (NAME.pt.tmp, NAME.json.tmp). Temporaries of running processes
-// (this one's included) and every other file are kept; a missing path or folder is nothing to do. Each removal is
-// logged; one that fails is a warning, never an error. Returns the paths removed.
-std::vector<std::string> remove_stale_temporaries(const std::string& path_or_dir);
 
 }  // namespace parla::data

@@ -8,9 +8,11 @@
 #include <memory>
 #include <optional>
 #include <thread>
+#include <tuple>
 
 #include <spdlog/spdlog.h>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/version.h"
@@ -34,7 +36,7 @@ using text::FilterStats;
 using text::LineReader;
 using text::SentencePieceVocab;
 
-// The dataset is built in DIR.tmp-PID beside DIR and renamed into place only when complete.
+// The dataset is built in DIR.tmp-PID beside DIR (core/atomic_file.h) and renamed into place only when complete.
 class StagingDirectory {
  public:
   StagingDirectory(const std::string& final_dir, bool force) : final_(final_dir), force_(force) {
@@ -44,7 +46,8 @@ class StagingDirectory {
     fs::path parent = fs::absolute(final_).parent_path();
     fs::create_directories(parent, ec);
     if (ec) throw IoError("cannot create output directory '" + parent.string() + "': " + ec.message());
-    tmp_ = final_.string() + ".tmp-" + std::to_string(::getpid());
+    dir_.emplace(final_dir, staging_path(final_dir));
+    tmp_ = dir_->temporary();
     fs::remove_all(tmp_, ec);
     fs::create_directory(tmp_, ec);
     if (ec) throw IoError("cannot create output directory '" + tmp_.string() + "': " + ec.message());
@@ -52,12 +55,6 @@ class StagingDirectory {
     OutputFile probe(file(".probe"));
     probe.close();
     fs::remove(file(".probe"), ec);
-  }
-  ~StagingDirectory() {
-    if (!committed_) {
-      std::error_code ec;
-      fs::remove_all(tmp_, ec);
-    }
   }
   std::string file(const std::string& name) const { return (tmp_ / name).string(); }
 
@@ -70,16 +67,15 @@ class StagingDirectory {
       fs::rename(final_, old, ec);
       if (ec) throw IoError("cannot move the old '" + final_.string() + "' aside: " + ec.message());
     }
-    fs::rename(tmp_, final_, ec);
-    if (ec) throw IoError("cannot rename '" + tmp_.string() + "' to '" + final_.string() + "': " + ec.message());
-    committed_ = true;
+    if ((ec = dir_->commit()))
+      throw IoError("cannot rename '" + tmp_.string() + "' to '" + final_.string() + "': " + ec.message());
     if (!old.empty()) fs::remove_all(old, ec);
   }
 
  private:
   fs::path final_, tmp_;
   bool force_;
-  bool committed_ = false;
+  std::optional<AtomicFile> dir_;  // removes the unfinished dataset unless committed
 };
 
 [[noreturn]] void unequal_lines(LineReader& a, LineReader& b, bool a_ended) {
@@ -203,7 +199,7 @@ nlohmann::json describe_input(const std::string& path) {
   return {{"path", fs::absolute(path).string()}, {"bytes", c.bytes}, {"crc32", hex32(c.crc32)}};
 }
 
-void write_vocab_files(StagingDirectory& stage, const std::string& name, const SentencePieceVocab& vocab) {
+void write_vocab_files(const StagingDirectory& stage, const std::string& name, const SentencePieceVocab& vocab) {
   OutputFile model(stage.file(name + ".model"));
   model.write(vocab.serialized());
   model.close();
@@ -253,11 +249,21 @@ std::pair<std::string, std::string> training_files(const DataConfig& data) {
   return {text::corpus_file(data.train_prefix, data.src_lang), text::corpus_file(data.train_prefix, data.tgt_lang)};
 }
 
-PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& options) {
-  Config cfg = config_in;
-  DataConfig& data = cfg.data;
-  if (data.dir.empty()) throw ConfigError("no output directory: give -o DIR (data.dir)");
-  const bool from_release = !data.europarl_release.empty();
+namespace {
+
+// The corpus files preprocess reads, resolved from the config and checked before anything is written.
+struct PreprocessInputs {
+  bool from_release = false;
+  std::string train_src, train_tgt;  // from a release: its aligned text, written by pass 0
+  std::optional<std::pair<std::string, std::string>> valid_files, test_files;
+  std::optional<DocumentRouting> routing;  // data.held_out = documents
+};
+
+// Checks the data section (the language suffixes default to src and tgt) and names the input files.
+PreprocessInputs resolve_inputs(DataConfig& data) {
+  PreprocessInputs in;
+  in.from_release = !data.europarl_release.empty();
+  const bool from_release = in.from_release;
   if (from_release) {
     if (!data.train_prefix.empty() || !data.train_src.empty() || !data.train_tgt.empty())
       throw ConfigError("data.europarl_release (--europarl-release) and a line-aligned corpus (data.train_prefix "
@@ -269,7 +275,9 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
     throw ConfigError("data.aligned_out (--aligned-out) writes the pairs aligned from data.europarl_release "
                       "(--europarl-release), which is not given");
   }
-  auto [train_src, train_tgt] = from_release ? std::pair<std::string, std::string>() : training_files(data);
+  if (!from_release) std::tie(in.train_src, in.train_tgt) = training_files(data);
+  const std::string& train_src = in.train_src;
+  const std::string& train_tgt = in.train_tgt;
   if (data.src_lang.empty()) data.src_lang = "src";
   if (data.tgt_lang.empty()) data.tgt_lang = "tgt";
   if (data.src_lang == data.tgt_lang)
@@ -277,12 +285,13 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   for (const auto& lang : {data.src_lang, data.tgt_lang})
     if (lang.find_first_of("/\\ \t") != std::string::npos)
       throw ConfigError("language suffix '" + lang + "' must not contain '/' or whitespace");
-  std::optional<std::pair<std::string, std::string>> valid_files, test_files;
+  auto& valid_files = in.valid_files;
+  auto& test_files = in.test_files;
   if (!data.valid_prefix.empty())
     valid_files = {text::corpus_file(data.valid_prefix, data.src_lang), text::corpus_file(data.valid_prefix, data.tgt_lang)};
   if (!data.test_prefix.empty())
     test_files = {text::corpus_file(data.test_prefix, data.src_lang), text::corpus_file(data.test_prefix, data.tgt_lang)};
-  std::optional<DocumentRouting> routing;
+  auto& routing = in.routing;
   if (data.held_out == HeldOut::kDocuments) {
     if (data.docids.empty())
       throw ConfigError("data.held_out = documents needs data.docids (--docids FILE): one document id per corpus "
@@ -306,47 +315,40 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
     for (const auto& p : {train_src, train_tgt})
       if (!fs::exists(p)) throw DataError("file not found: '" + p + "'");
 
-  int threads = cfg.runtime.threads > 0 ? cfg.runtime.threads
-                                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  return in;
+}
+
+// Pass 0 (the source release only): aligns its days into a line-aligned corpus in the work directory, and copies
+// it to data.aligned_out when asked.
+void align_release(const DataConfig& data, const StagingDirectory& stage, int threads, PreprocessInputs& in,
+                   nlohmann::json& stats) {
   const std::string& S = data.src_lang;
   const std::string& T = data.tgt_lang;
-  StagingDirectory stage(data.dir, options.force);
-  nlohmann::json stats = {{"inputs", nlohmann::json::object()}, {"splits", nlohmann::json::object()}};
-  nlohmann::json inputs = nlohmann::json::object();
-
-  // Pass 0 (the source release only): align its days into a line-aligned corpus in the work directory.
-  if (from_release) {
-    train_src = stage.file("aligned." + S);
-    train_tgt = stage.file("aligned." + T);
-    auto aligned = align_europarl_release({data.europarl_release, S, T, threads}, train_src, train_tgt);
-    stats["europarl_release"] = aligned.stats;
-    if (!data.aligned_out.empty()) {
-      // Both sides are copied to temporaries before either is renamed, so a failure leaves neither half behind.
-      const std::string tmp_suffix = ".tmp-" + std::to_string(::getpid());
-      std::pair<std::string, std::string> sides[2] = {{train_src, data.aligned_out + "." + S},
-                                                       {train_tgt, data.aligned_out + "." + T}};
-      std::error_code ec;
-      fs::create_directories(fs::absolute(sides[0].second).parent_path(), ec);  // a failure shows in the copy
-      ec.clear();
-      for (int step = 0; step < 2; ++step)
-        for (const auto& [from, to] : sides) {
-          if (step == 0)
-            fs::copy_file(from, to + tmp_suffix, fs::copy_options::overwrite_existing, ec);
-          else
-            fs::rename(to + tmp_suffix, to, ec);
-          if (ec) {
-            for (const auto& side : sides) {
-              std::error_code ignored;
-              fs::remove(side.second + tmp_suffix, ignored);
-            }
-            throw IoError("cannot write the aligned text '" + to + "' (data.aligned_out): " + ec.message());
-          }
-        }
-      spdlog::info("wrote the aligned pairs to '{}.{}' and '{}.{}'", data.aligned_out, S, data.aligned_out, T);
-    }
+  in.train_src = stage.file("aligned." + S);
+  in.train_tgt = stage.file("aligned." + T);
+  auto aligned = align_europarl_release({data.europarl_release, S, T, threads}, in.train_src, in.train_tgt);
+  stats["europarl_release"] = aligned.stats;
+  if (!data.aligned_out.empty()) {
+    std::error_code ec;
+    fs::create_directories(fs::absolute(data.aligned_out + "." + S).parent_path(), ec);  // a failure shows in the copy
+    // Both sides are copied to temporaries before either is renamed, so a failure leaves neither half behind.
+    std::string to;
+    if ((ec = copy_files_atomically({{in.train_src, data.aligned_out + "." + S}, {in.train_tgt, data.aligned_out + "." + T}}, to)))
+      throw IoError("cannot write the aligned text '" + to + "' (data.aligned_out): " + ec.message());
+    spdlog::info("wrote the aligned pairs to '{}.{}' and '{}.{}'", data.aligned_out, S, data.aligned_out, T);
   }
+}
 
-  // Pass 1: clean and filter.
+// Pass 1: cleans and filters the training corpus and any separate held-out sets into the work directory. Returns
+// the training corpus's figures; `stats` and `inputs` get every input's.
+FilterStats clean_inputs(const DataConfig& data, const StagingDirectory& stage, PreprocessInputs& in,
+                         nlohmann::json& stats, nlohmann::json& inputs) {
+  const std::string& S = data.src_lang;
+  const std::string& T = data.tgt_lang;
+  const bool from_release = in.from_release;
+  const std::string& train_src = in.train_src;
+  const std::string& train_tgt = in.train_tgt;
+  auto& routing = in.routing;
   FilterStats train_stats = clean_pairs(train_src, train_tgt, data.clean, FilterScope::kTraining,
                                         stage.file("corpus.clean." + S), stage.file("corpus.clean." + T), "train",
                                         routing ? &*routing : nullptr);
@@ -362,7 +364,7 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
                        {"pairs", stats["europarl_release"]["pairs"]}};
   else
     inputs["train"] = {{"src", describe_input(train_src)}, {"tgt", describe_input(train_tgt)}};
-  for (auto& [name, files] : {std::pair{std::string("valid"), valid_files}, std::pair{std::string("test"), test_files}}) {
+  for (auto& [name, files] : {std::pair{std::string("valid"), in.valid_files}, std::pair{std::string("test"), in.test_files}}) {
     if (!files) continue;
     FilterStats st = clean_pairs(files->first, files->second, data.clean, FilterScope::kHeldOut,
                                  stage.file(name + "." + S), stage.file(name + "." + T), name);
@@ -376,9 +378,30 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
                     (from_release ? "the pairs aligned from '" + data.europarl_release + "'"
                                   : "'" + train_src + "' and '" + train_tgt + "'") + " (" +
                     std::to_string(train_stats.read) + " read; see the counts above)");
+  return train_stats;
+}
 
-  // Pass 2: split held-out pairs off the corpus and sample SentencePiece's sentences from the train part.
-  // A held-out split taken from the corpus is at most a tenth of it, so small corpora still train.
+// Pass 2's result: each clean pair's split, and the training sentences SentencePiece learns from.
+struct HeldOutSplit {
+  std::vector<Split> splits;
+  std::vector<std::string> sample_src, sample_tgt;
+};
+
+// Pass 2: splits held-out pairs off the `n` clean pairs (written as the valid/test text) and samples
+// SentencePiece's sentences from the train part. A held-out split taken from the corpus is at most a tenth of it,
+// so small corpora still train.
+HeldOutSplit split_held_out(const Config& cfg, const std::optional<ExistingVocab>& existing, uint64_t n,
+                            const StagingDirectory& stage, PreprocessInputs& in) {
+  const DataConfig& data = cfg.data;
+  const std::string& S = data.src_lang;
+  const std::string& T = data.tgt_lang;
+  const auto& valid_files = in.valid_files;
+  const auto& test_files = in.test_files;
+  auto& routing = in.routing;
+  HeldOutSplit out;
+  auto& splits = out.splits;
+  auto& sample_src = out.sample_src;
+  auto& sample_tgt = out.sample_tgt;
   auto held_out_size = [&](const char* name, int requested, bool separate) -> uint64_t {
     if (separate) return 0;
     uint64_t cap = n / 10, want = static_cast<uint64_t>(requested);
@@ -390,7 +413,6 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
     return want;
   };
   uint64_t seed = static_cast<uint64_t>(cfg.runtime.seed);
-  std::vector<Split> splits;
   if (routing) {
     splits = std::move(routing->kept);
     spdlog::info("held out by document: {} validation and {} test pairs", std::count(splits.begin(), splits.end(), Split::kValid),
@@ -402,11 +424,9 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   }
   uint64_t n_train = static_cast<uint64_t>(std::count(splits.begin(), splits.end(), Split::kTrain));
   const VocabConfig& vc = cfg.vocab;
-  const auto& existing = options.vocab;
   uint64_t sample_pairs = existing ? 0
                           : vc.joint ? (static_cast<uint64_t>(vc.sample_sentences) + 1) / 2
                                      : static_cast<uint64_t>(vc.sample_sentences);
-  std::vector<std::string> sample_src, sample_tgt;
   {
     LineReader rs(stage.file("corpus.clean." + S)), rt(stage.file("corpus.clean." + T));
     std::unique_ptr<OutputFile> held_src[3], held_tgt[3];
@@ -434,14 +454,32 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
     for (auto& f : held_tgt)
       if (f) f->close();
   }
+  return out;
+}
 
-  // Pass 3: SentencePiece, trained here or given.
+// Pass 3's result: the vocabularies and how meta.json describes them.
+struct DatasetVocabs {
+  std::optional<SentencePieceVocab> src, tgt;
+  nlohmann::json meta;
+};
+
+// Pass 3: SentencePiece, trained here on the sampled sentences (which it frees) or given; writes the model files.
+DatasetVocabs build_vocabs(const Config& cfg, const std::optional<ExistingVocab>& existing, HeldOutSplit& held,
+                           int threads, const StagingDirectory& stage) {
+  const std::string& S = cfg.data.src_lang;
+  const std::string& T = cfg.data.tgt_lang;
+  const VocabConfig& vc = cfg.vocab;
+  const uint64_t seed = static_cast<uint64_t>(cfg.runtime.seed);
+  auto& sample_src = held.sample_src;
+  auto& sample_tgt = held.sample_tgt;
+  DatasetVocabs out;
+  auto& src_vocab_ = out.src;
+  auto& tgt_vocab_ = out.tgt;
   const bool joint = existing ? existing->src.serialized() == existing->tgt.serialized() &&
                                     existing->src.pieces() == existing->tgt.pieces()
                               : vc.joint;
   std::string src_name = joint ? "spm" : "spm." + S, tgt_name = joint ? "spm" : "spm." + T;
   std::string src_model = src_name + ".model", tgt_model = tgt_name + ".model";
-  std::optional<SentencePieceVocab> src_vocab_, tgt_vocab_;
   if (existing) {
     spdlog::info("vocab: the {} vocabular{} of '{}' ({} and {} pieces)", joint ? "joint" : "separate",
                  joint ? "y" : "ies", existing->origin, existing->src.size(), existing->tgt.size());
@@ -467,7 +505,8 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   const SentencePieceVocab& tgt_vocab = *tgt_vocab_;
   write_vocab_files(stage, src_name, src_vocab);
   if (!joint) write_vocab_files(stage, tgt_name, tgt_vocab);
-  nlohmann::json vocab_meta = {{"joint", joint},
+  nlohmann::json& vocab_meta = out.meta;
+  vocab_meta = {{"joint", joint},
                                {"type", existing ? "checkpoint" : config::name_of(vc.model_type)},
                                {"src_model", src_model},
                                {"tgt_model", tgt_model},
@@ -478,9 +517,30 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   if (existing) vocab_meta["from_checkpoint"] = fs::absolute(existing->origin).string();
   if (!src_vocab.pieces().empty()) vocab_meta["src_pieces"] = src_name + ".pieces.json";
   if (!tgt_vocab.pieces().empty()) vocab_meta["tgt_pieces"] = tgt_name + ".pieces.json";
+  return out;
+}
 
-  // Pass 4: encode and binarize.
-  int src_bytes = token_bytes_for(src_vocab.size()), tgt_bytes = token_bytes_for(tgt_vocab.size());
+// Pass 4's result: how meta.json describes the splits, and the bytes per token of each side.
+struct EncodedSplits {
+  nlohmann::json meta;
+  int src_bytes = 0, tgt_bytes = 0;
+};
+
+// Pass 4: encodes every clean pair with the vocabularies and binarizes it into its split's dataset files.
+EncodedSplits encode_splits(const DataConfig& data, const DatasetVocabs& vocabs, const HeldOutSplit& held,
+                            const PreprocessInputs& in, uint64_t n, int threads, const nlohmann::json& stats,
+                            const StagingDirectory& stage) {
+  const std::string& S = data.src_lang;
+  const std::string& T = data.tgt_lang;
+  const SentencePieceVocab& src_vocab = *vocabs.src;
+  const SentencePieceVocab& tgt_vocab = *vocabs.tgt;
+  const auto& splits = held.splits;
+  const auto& valid_files = in.valid_files;
+  const auto& test_files = in.test_files;
+  EncodedSplits out;
+  out.src_bytes = token_bytes_for(src_vocab.size());
+  out.tgt_bytes = token_bytes_for(tgt_vocab.size());
+  const int src_bytes = out.src_bytes, tgt_bytes = out.tgt_bytes;
   SplitWriters writers[3];
   const char* split_names[3] = {"train", "valid", "test"};
   for (int k = 0; k < 3; ++k) {
@@ -500,7 +560,8 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
     encode_pairs(stage.file("test." + S), stage.file("test." + T), src_vocab, tgt_vocab, threads,
                  [&](uint64_t) { return &writers[2]; }, enc);
   enc.finish();
-  nlohmann::json split_meta = nlohmann::json::object();
+  nlohmann::json& split_meta = out.meta;
+  split_meta = nlohmann::json::object();
   for (int k = 0; k < 3; ++k) {
     writers[k].src->finish();
     writers[k].tgt->finish();
@@ -514,13 +575,39 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
     spdlog::info("split {}: {} pairs, {} source and {} target tokens", split_names[k], writers[k].src->sentences(),
                  writers[k].src->tokens(), writers[k].tgt->tokens());
   }
-  stats["splits"] = split_meta;
+  return out;
+}
+
+}  // namespace
+
+PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& options) {
+  Config cfg = config_in;
+  DataConfig& data = cfg.data;
+  if (data.dir.empty()) throw ConfigError("no output directory: give -o DIR (data.dir)");
+  PreprocessInputs in = resolve_inputs(data);
+  int threads = cfg.runtime.threads > 0 ? cfg.runtime.threads
+                                           : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const std::string& S = data.src_lang;
+  const std::string& T = data.tgt_lang;
+  StagingDirectory stage(data.dir, options.force);
+  nlohmann::json stats = {{"inputs", nlohmann::json::object()}, {"splits", nlohmann::json::object()}};
+  nlohmann::json inputs = nlohmann::json::object();
+
+  if (in.from_release) align_release(data, stage, threads, in, stats);
+  const FilterStats train_stats = clean_inputs(data, stage, in, stats, inputs);
+  const uint64_t n = train_stats.kept;
+  HeldOutSplit held = split_held_out(cfg, options.vocab, n, stage, in);
+  const DatasetVocabs vocabs = build_vocabs(cfg, options.vocab, held, threads, stage);
+  const EncodedSplits encoded = encode_splits(data, vocabs, held, in, n, threads, stats, stage);
+  stats["splits"] = encoded.meta;
+
+  // The work files go; the dataset keeps the binarized splits and the held-out text.
   std::error_code ec;
   fs::remove(stage.file("corpus.clean." + S), ec);
   fs::remove(stage.file("corpus.clean." + T), ec);
-  if (from_release) {
-    fs::remove(train_src, ec);
-    fs::remove(train_tgt, ec);
+  if (in.from_release) {
+    fs::remove(in.train_src, ec);
+    fs::remove(in.train_tgt, ec);
   }
 
   nlohmann::json meta = {
@@ -529,9 +616,9 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
       {"created_by", std::string("parla-preprocess ") + kVersion},
       {"src_lang", S},
       {"tgt_lang", T},
-      {"vocab", vocab_meta},
-      {"token_bytes", {{"src", src_bytes}, {"tgt", tgt_bytes}}},
-      {"splits", split_meta},
+      {"vocab", vocabs.meta},
+      {"token_bytes", {{"src", encoded.src_bytes}, {"tgt", encoded.tgt_bytes}}},
+      {"splits", encoded.meta},
       {"inputs", inputs},
       {"config", config::to_json(cfg)},
   };

@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
 #include "core/runtime_device.h"
@@ -248,7 +249,7 @@ TranslationStats translate_file(Translator& translator, const std::string& input
   } else {
     // Written as OUTPUT.tmp.<pid> and renamed when complete (a FIFO or device in place): a failed run leaves
     // neither a half-written OUTPUT nor the temporary, and what killed runs left is removed first.
-    data::remove_stale_temporaries(output);
+    remove_stale_temporaries(output);
     data::AtomicOutputFile out(output);
     stats = translator.translate_stream(*in, out.file());
     out.commit();

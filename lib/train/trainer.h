@@ -1,15 +1,15 @@
 #pragma once
-// The training loop of parla-train (fairseq's train.py / Marian's training/graph_group + scheduler in one place):
-// token-budget batches reshuffled each epoch from the seed, gradient accumulation over update_freq batches,
-// data-parallel gradient summation (train/distributed.h), AdamW with a warm-up schedule, gradient clipping,
-// NaN/inf skipping, mixed precision (bf16/fp16 autocast, fp16 dynamic loss scaling), validation with early stopping,
-// atomic checkpoints (last K, last, best) that resume exactly, progress lines on stderr and a metrics JSON-lines file.
-//
-// Normalisation: each loss term is a SUM over items, divided by its item count over the whole update (every
-// accumulated batch on every rank, one all-reduce of the counts before the forward passes). Summing the ranks'
-// gradients then gives exactly the gradient of one large batch.
+// parla-train's training run (fairseq's train.py; Marian's training/graph_group + scheduler): the public face and
+// the composition of the parts, each in a file of its own:
+//   train/training_scheduler.h  when to stop (max_steps, max_epochs, max_time, early stopping, a signal), validate
+//                               and save, which numbered checkpoints to prune;
+//   train/update_step.h         one update: forward/backward over the accumulated batches (out-of-memory halves),
+//                               data-parallel gradient sums, fp16 loss scaling, clipping, NaN/inf skipping, AdamW;
+//   train/training_reporter.h   progress lines on stderr and the metrics JSON-lines records;
+//   train/training_state.h      what a resumed run continues from; train/task.h: the loss and validation.
+// The trainer reads the dataset, builds the task and optimizer, resumes or starts, runs the loop over token-budget
+// batches reshuffled each epoch from the seed, and writes the atomic checkpoints (last K, last, best, ema).
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -21,21 +21,15 @@
 namespace parla::train {
 
 class DataParallel;
+class UpdateFaults;
 
 struct TrainerOptions {
   // Checkpoint to resume from ("" = start fresh). The model config must match the checkpoint's.
   std::string resume;
   // Start fresh even when save_dir already has a checkpoint_last.pt (it is overwritten as training proceeds).
   bool overwrite = false;
-  // Testing hook: when it returns true for an update index (0-based, counting skipped updates too), that
-  // update's loss is multiplied by NaN, as a diverging model would produce.
-  std::function<bool(int64_t)> poison_update;
-  // Testing hook (negative = off): a training batch of more than this many sentences fails with an out-of-memory
-  // c10 error, as a GPU allocator would throw; the trainer retries it as two halves (0: even one sentence fails).
-  int64_t inject_oom_above_sentences = -1;
-  // With the hook above: fail after the batch's backward pass instead of before its forward pass, i.e. with the
-  // batch's gradient already added to .grad (the worst case of an allocation failing during backward).
-  bool inject_oom_after_backward = false;
+  // Faults a test injects into the update step (train/update_faults.h); null in every real run.
+  std::shared_ptr<UpdateFaults> faults;
 };
 
 struct TrainResult {

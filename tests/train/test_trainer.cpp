@@ -19,6 +19,7 @@
 #include "models/factory.h"
 #include "support/cuda.h"
 #include "support/run.h"
+#include "injected_faults.h"
 #include "metrics_records.h"
 #include "toy_dataset.h"
 #include "train/shutdown_signal.h"
@@ -97,7 +98,7 @@ TEST_CASE("a NaN loss skips the update, and too many in a row stop training with
   cfg.training.max_steps = 10;
   cfg.training.max_bad_steps = 3;
   TrainerOptions o;
-  o.poison_update = [](int64_t i) { return i == 2 || i == 3; };
+  o.faults = std::make_shared<parla::test::NanLoss>([](int64_t i) { return i == 2 || i == 3; });
   auto r = Trainer(cfg, o).run();
   CHECK(r.skipped_steps == 2);
   CHECK(r.steps == 10);  // skipped updates do not count as steps
@@ -108,7 +109,7 @@ TEST_CASE("a NaN loss skips the update, and too many in a row stop training with
   bad.training.max_steps = 10;
   bad.training.max_bad_steps = 3;
   TrainerOptions always;
-  always.poison_update = [](int64_t i) { return i >= 1; };
+  always.faults = std::make_shared<parla::test::NanLoss>([](int64_t i) { return i >= 1; });
   CHECK_THROWS_WITH(Trainer(bad, always).run(), Catch::Contains("max_bad_steps"));
 }
 
@@ -190,10 +191,7 @@ TEST_CASE("SIGINT saves checkpoint_last and stops after the current update") {
   Config cfg = parla::test::toy_config(data, "signal-run");
   cfg.training.max_steps = 50;
   TrainerOptions o;
-  o.poison_update = [](int64_t i) {
-    if (i == 4) std::raise(SIGINT);
-    return false;
-  };
+  o.faults = std::make_shared<parla::test::SignalAt>(4, SIGINT);
   auto r = Trainer(cfg, o).run();
   parla::train::reset_shutdown();
   CHECK(r.stop_reason == "signal");
@@ -341,7 +339,8 @@ TEST_CASE("a batch that runs out of memory is retried as halves and gives the sa
   SECTION("out of memory before the forward pass") {
     Config split = no_dropout_config(data, "oom-forward");
     TrainerOptions o;
-    o.inject_oom_above_sentences = 10;  // toy batches hold about 40 sentences: split two or three times
+    // Toy batches hold about 40 sentences: split two or three times.
+    o.faults = std::make_shared<parla::test::OutOfMemoryAbove>(10, /*after_backward=*/false);
     auto rs = Trainer(split, o).run();
     CHECK(rs.oom_retries >= 2 * 15);
     check_same_run(rp, rs, plain, split);
@@ -350,8 +349,7 @@ TEST_CASE("a batch that runs out of memory is retried as halves and gives the sa
     // Were the partial gradient kept, the batch would count twice (or more) and the losses would part at once.
     Config split = no_dropout_config(data, "oom-backward");
     TrainerOptions o;
-    o.inject_oom_above_sentences = 10;
-    o.inject_oom_after_backward = true;
+    o.faults = std::make_shared<parla::test::OutOfMemoryAbove>(10, /*after_backward=*/true);
     auto rs = Trainer(split, o).run();
     CHECK(rs.oom_retries >= 2 * 15);
     check_same_run(rp, rs, plain, split);
@@ -362,7 +360,7 @@ TEST_CASE("a single sentence that runs out of memory is a data error naming trai
   auto data = parla::test::toy_dataset("oom-one-data");
   Config cfg = no_dropout_config(data, "oom-one");
   TrainerOptions o;
-  o.inject_oom_above_sentences = 0;
+  o.faults = std::make_shared<parla::test::OutOfMemoryAbove>(0, /*after_backward=*/false);
   CHECK_THROWS_AS(Trainer(cfg, o).run(), parla::DataError);
   CHECK_THROWS_WITH(Trainer(no_dropout_config(data, "oom-one-b"), o).run(),
                     Catch::Contains("training.batch_tokens") && Catch::Contains("single sentence"));
@@ -394,13 +392,13 @@ TEST_CASE("the training loop reads the device once per update and once per progr
   every.training.max_steps = 7;
   every.training.valid_every = 0;
   TrainerOptions o;
-  o.poison_update = [](int64_t i) { return i == 3; };  // skipped: known NaN, so no second read to tell NaN from inf
+  o.faults = std::make_shared<parla::test::NanLoss>([](int64_t i) { return i == 3; });
   auto re = Trainer(every, o).run();
   CHECK(re.steps == 7);
   CHECK(re.skipped_steps == 1);
   CHECK(std::isnan(re.losses[3]));
-  // 8 updates (a flag read each) and 7 progress lines.
-  CHECK(re.host_reads == 8 + 7);
+  // 8 updates (a flag read each), 7 progress lines, and the skipped update's second read telling NaN from inf.
+  CHECK(re.host_reads == 8 + 7 + 1);
 }
 
 namespace {
