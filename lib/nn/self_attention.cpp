@@ -1,6 +1,7 @@
 #include "nn/self_attention.h"
 
 #include <algorithm>
+#include <tuple>
 
 #include <torch/torch.h>
 
