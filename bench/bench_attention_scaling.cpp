@@ -1,7 +1,7 @@
 // How the cost of one self-attention layer grows with the input's length, for every variant of
 // model.attention (seed 000's complexity table, seed 001's O(n^2) slide, seed 002's efficient attention).
 //
-// One nn::MultiHeadAttention (d_model 512, 8 heads, encoder form: not causal), batch 1, input x [1, T, 512]:
+// One nn::SelfAttention layer (d_model 512, 8 heads, encoder form: not causal), batch 1, input x [1, T, 512]:
 // forward (no autograd) and forward + backward (autograd through x and the weights) at each length T. Each
 // (variant, T) runs in its own child process, so its peak resident memory (wait4's ru_maxrss) is its own; the
 // same child at T = 1 gives the baseline (libraries, weights) that the "extra MiB" column subtracts.
@@ -31,7 +31,7 @@
 #include <torch/torch.h>
 
 #include "core/runtime.h"
-#include "nn/multi_head_attention.h"
+#include "nn/self_attention_factory.h"
 
 namespace {
 
@@ -45,19 +45,18 @@ std::vector<std::string> split(const std::string& s) {
   return out;
 }
 
-parla::nn::MultiHeadAttentionOptions options_for(const std::string& variant, int64_t t) {
+parla::nn::SelfAttention layer_for(const std::string& variant, int64_t t) {
   parla::nn::MultiHeadAttentionOptions o;
   o.d_model = 512;
   o.heads = 8;
-  o.kind = parla::nn::parse_attention_kind(variant);
-  o.window = 16;
-  o.sparse.band = o.sparse.global = o.sparse.random = true;
-  o.sparse.window = 16;
-  o.sparse.block_size = 32;
-  o.performer_features = 64;
-  o.routing_clusters = std::max<int64_t>(1, std::llround(std::sqrt(static_cast<double>(t))));
-  o.nystrom_landmarks = 64;
-  return o;
+  parla::ModelConfig c;
+  c.local_window = 16;
+  c.sparse_pattern = {"band", "global", "random"};
+  c.sparse_block_size = 32;
+  c.performer_features = 64;
+  c.routing_clusters = static_cast<int>(std::max<int64_t>(1, std::llround(std::sqrt(static_cast<double>(t)))));
+  c.nystrom_landmarks = 64;
+  return parla::nn::make_self_attention(parla::nn::parse_attention_kind(variant), o, c);
 }
 
 template <class F>
@@ -80,7 +79,7 @@ struct Measured {
 // Runs in the child: times forward and forward + backward at length t.
 void measure_in_child(const std::string& variant, int64_t t, int reps, int fd) {
   torch::manual_seed(1);
-  parla::nn::MultiHeadAttention attn(options_for(variant, t));
+  auto attn = layer_for(variant, t);
   attn->eval();  // no dropout; routing's and performer's training-time updates are not the layer's cost
   auto x = torch::randn({1, t, 512});
   const int r = t >= 16384 ? 1 : reps;

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "models/vocabulary_check.h"
 #include "nn/masked_softmax.h"
 #include "nn/word_dropout.h"
 
@@ -53,12 +54,7 @@ RnnModel::RnnModel(const ModelConfig& cfg, int64_t src_vocab, int64_t tgt_vocab)
     : cfg_(cfg), src_vocab_(src_vocab), tgt_vocab_(tgt_vocab), lstm_(cfg.rnn_cell == RnnCell::kLstm),
       bahdanau_(cfg.rnn_attention == RnnAttention::kBahdanau) {
   const int64_t e = cfg.embed_dim, h = cfg.rnn_hidden, layers = cfg.rnn_layers;
-  if (src_vocab < 4 || tgt_vocab < 4)
-    throw ConfigError("vocabulary sizes " + std::to_string(src_vocab) + "/" + std::to_string(tgt_vocab) +
-                      " are too small (pad, unk, bos, eos need 4 ids)");
-  if (cfg.share_embeddings && src_vocab != tgt_vocab)
-    throw ConfigError("key 'model.share_embeddings': needs a joint vocabulary, but the source has " +
-                      std::to_string(src_vocab) + " and the target " + std::to_string(tgt_vocab) + " entries");
+  check_vocabulary_sizes(cfg, src_vocab, tgt_vocab);
   if (cfg.decoder_start != DecoderStart::kBos)
     throw ConfigError("key 'model.decoder_start': the rnn model starts from bos; '" + std::string(config::name_of(cfg.decoder_start)) +
                       "' is for Transformer models");

@@ -5,7 +5,7 @@
 
 #include <torch/torch.h>
 
-#include "core/error.h"
+#include "models/vocabulary_check.h"
 #include "nn/word_dropout.h"
 
 namespace parla::models {
@@ -81,12 +81,7 @@ void TransformerState::rebase() {
 
 TransformerModel::TransformerModel(const ModelConfig& cfg, int64_t src_vocab, int64_t tgt_vocab)
     : cfg_(cfg), src_vocab_(src_vocab), tgt_vocab_(tgt_vocab) {
-  if (src_vocab < 4 || tgt_vocab < 4)
-    throw ConfigError("vocabulary sizes " + std::to_string(src_vocab) + "/" + std::to_string(tgt_vocab) +
-                      " are too small (pad, unk, bos, eos need 4 ids)");
-  if (cfg.share_embeddings && src_vocab != tgt_vocab)
-    throw ConfigError("key 'model.share_embeddings': needs a joint vocabulary, but the source has " +
-                      std::to_string(src_vocab) + " and the target " + std::to_string(tgt_vocab) + " entries");
+  check_vocabulary_sizes(cfg, src_vocab, tgt_vocab);
   tgt_embed = register_module("tgt_embed", nn::Embedding(tgt_vocab, cfg.d_model, cfg.scale_embeddings, kPadId));
   if (cfg.share_embeddings)
     src_embed = tgt_embed;

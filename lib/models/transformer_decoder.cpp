@@ -2,7 +2,7 @@
 
 #include <torch/torch.h>
 
-#include "models/transformer_encoder.h"
+#include "nn/self_attention_factory.h"
 
 namespace parla::models {
 
@@ -17,13 +17,12 @@ void TransformerDecoderCache::select_memory(const torch::Tensor& sentences) {
 
 TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const ModelConfig& cfg, int layer)
     : pre_norm_(cfg.norm == LayerNormPlacement::kPre), dropout_(cfg.dropout) {
-  self_attn = register_module("self_attn", nn::MultiHeadAttention(self_attention_options(cfg, true, layer)));
+  self_attn = register_module("self_attn", nn::make_self_attention(cfg, /*decoder=*/true, layer));
   nn::MultiHeadAttentionOptions cross;
   cross.d_model = cfg.d_model;
   cross.heads = cfg.heads;
   cross.dropout = cfg.attention_dropout;
-  cross.self_attention = false;  // always full attention over the source
-  cross_attn = register_module("cross_attn", nn::MultiHeadAttention(cross));
+  cross_attn = register_module("cross_attn", nn::CrossAttention(cross));  // always full attention over the source
   ffn = register_module("ffn", nn::FeedForward(cfg.d_model, cfg.ffn_dim, cfg.activation, cfg.activation_dropout));
   auto ln = [&] { return torch::nn::LayerNorm(torch::nn::LayerNormOptions({cfg.d_model})); };
   self_attn_norm = register_module("self_attn_norm", ln());

@@ -12,7 +12,9 @@
 
 #include "core/config/model_config.h"
 #include "nn/feed_forward.h"
-#include "nn/multi_head_attention.h"
+#include "nn/cross_attention.h"
+#include "nn/self_attention.h"
+#include "nn/self_attention_cache.h"
 
 namespace parla::models {
 
@@ -35,7 +37,8 @@ class TransformerDecoderLayerImpl : public torch::nn::Module {
   torch::Tensor step(const torch::Tensor& x, nn::SelfAttentionCache& cache, const torch::Tensor& mem_k,
                      const torch::Tensor& mem_v, const torch::Tensor& memory_valid, torch::Tensor* cross_weights);
 
-  nn::MultiHeadAttention self_attn{nullptr}, cross_attn{nullptr};
+  nn::SelfAttention self_attn{nullptr};  // the variant model.decoder_attention chooses
+  nn::CrossAttention cross_attn{nullptr};
   nn::FeedForward ffn{nullptr};
   torch::nn::LayerNorm self_attn_norm{nullptr}, cross_attn_norm{nullptr}, ffn_norm{nullptr};
 

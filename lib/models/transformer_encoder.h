@@ -10,7 +10,7 @@
 
 #include "core/config/model_config.h"
 #include "nn/feed_forward.h"
-#include "nn/multi_head_attention.h"
+#include "nn/self_attention.h"
 
 namespace parla::models {
 
@@ -21,7 +21,7 @@ class TransformerEncoderLayerImpl : public torch::nn::Module {
   // x [B, S, D], key_valid bool [B, S] or undefined; `weights` receives the self-attention weights.
   torch::Tensor forward(const torch::Tensor& x, const torch::Tensor& key_valid, torch::Tensor* weights = nullptr);
 
-  nn::MultiHeadAttention self_attn{nullptr};
+  nn::SelfAttention self_attn{nullptr};  // the variant model.encoder_attention chooses
   nn::FeedForward ffn{nullptr};
   torch::nn::LayerNorm self_attn_norm{nullptr}, ffn_norm{nullptr};
 
@@ -43,9 +43,5 @@ class TransformerEncoderImpl : public torch::nn::Module {
   torch::nn::LayerNorm final_norm{nullptr};  // pre-norm only
 };
 TORCH_MODULE(TransformerEncoder);
-
-// Options of the self-attention of layer `layer` of the encoder or the decoder (model.encoder_attention and
-// model.decoder_attention, both defaulting to model.attention).
-nn::MultiHeadAttentionOptions self_attention_options(const ModelConfig& cfg, bool decoder, int layer);
 
 }  // namespace parla::models

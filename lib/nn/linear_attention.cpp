@@ -2,6 +2,8 @@
 
 #include <torch/torch.h>
 
+#include "nn/self_attention_cache.h"
+
 namespace parla::nn {
 
 namespace {
@@ -58,6 +60,29 @@ torch::Tensor linear_attention_step(const torch::Tensor& q, const torch::Tensor&
   auto num = torch::matmul(fq, state.s);                           // [B,H,1,Dv]
   auto den = (fq * state.z.unsqueeze(-2)).sum(-1, /*keepdim=*/true) + kEps;
   return num / den;
+}
+
+LinearSelfAttentionImpl::LinearSelfAttentionImpl(const MultiHeadAttentionOptions& options)
+    : SelfAttentionImpl(options) {}
+
+torch::Tensor LinearSelfAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                              const torch::Tensor& key_valid, bool causal, torch::Tensor* weights) {
+  auto out = linear_attention(q, k, v, key_valid, causal);
+  if (weights) *weights = linear_attention_weights(q, k, key_valid, causal);
+  return out;
+}
+
+torch::Tensor LinearSelfAttentionImpl::attend_step(const torch::Tensor& q, const torch::Tensor& k,
+                                                   const torch::Tensor& v, SelfAttentionCache& cache,
+                                                   torch::Tensor* weights) {
+  auto qh = split_heads(q), kh = split_heads(k), vh = split_heads(v);
+  auto out = linear_attention_step(qh, kh, vh, cache.linear);
+  if (weights) {
+    // The recurrent state forgets the individual keys; keep them only when weights are wanted.
+    cache.kv.append(step_heads(k), step_heads(v));
+    *weights = linear_attention_weights(qh, cache.kv.gather().first, {}, false);
+  }
+  return merge_heads(out);
 }
 
 }  // namespace parla::nn

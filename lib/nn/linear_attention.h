@@ -4,8 +4,10 @@
 //   out_i = phi(q_i)^T (sum_j phi(k_j) v_j^T) / (phi(q_i)^T sum_j phi(k_j))            (their Eq. 5-6)
 // costs O(T d^2) instead of O(T^2 d). In the causal case the sums run over j <= i (Eq. 8-10): they are
 // prefix sums in training and a constant-size recurrent state in incremental decoding.
-// All tensors are [B, H, T, Dh].
+// All tensors are [B, H, T, Dh]. LinearSelfAttention is the layer (model.attention "linear").
 #include <torch/types.h>
+
+#include "nn/self_attention.h"
 
 namespace parla::nn {
 
@@ -27,5 +29,19 @@ struct LinearAttentionState {
 // One causal step: q, k, v [B, H, 1, Dh]; adds the new key/value to `state` and returns [B, H, 1, Dh].
 torch::Tensor linear_attention_step(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                     LinearAttentionState& state);
+
+// Linear self-attention: no settings of its own. Decoding keeps the recurrent state (cache.linear), and the
+// individual keys only when weights are asked for.
+class LinearSelfAttentionImpl : public SelfAttentionImpl {
+ public:
+  explicit LinearSelfAttentionImpl(const MultiHeadAttentionOptions& options);
+
+ protected:
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& key_valid, bool causal, torch::Tensor* weights) override;
+  torch::Tensor attend_step(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            SelfAttentionCache& cache, torch::Tensor* weights) override;
+};
+TORCH_MODULE(LinearSelfAttention);
 
 }  // namespace parla::nn

@@ -165,4 +165,32 @@ void validate_nystrom(int64_t landmarks, int64_t pinv_iterations, int64_t conv_k
                       "as 33 (got " + std::to_string(conv_kernel) + ")");
 }
 
+NystromSelfAttentionImpl::NystromSelfAttentionImpl(const MultiHeadAttentionOptions& options,
+                                                   const NystromAttentionOptions& nystrom)
+    : SelfAttentionImpl(options), nystrom_(nystrom) {
+  validate_nystrom(nystrom.landmarks, nystrom.pinv_iterations, nystrom.conv_kernel);
+  if (nystrom.conv_kernel > 0) {
+    // Conv2d's default initialisation (uniform with bound 1/sqrt(fan_in), fan_in = kernel).
+    const double bound = 1.0 / std::sqrt(static_cast<double>(nystrom.conv_kernel));
+    nystrom_conv = register_parameter(
+        "nystrom_conv", torch::empty({options.heads, 1, nystrom.conv_kernel, 1}).uniform_(-bound, bound));
+  }
+}
+
+torch::Tensor NystromSelfAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                               const torch::Tensor& key_valid, bool causal, torch::Tensor* weights) {
+  TORCH_CHECK(!causal, "nystrom attention cannot run causally (model.decoder_attention)");
+  if (weights)
+    *weights = nystrom_attention_weights(q, k, key_valid, nystrom_.landmarks, nystrom_.pinv_iterations);
+  auto out = nystrom_attention(q, k, v, key_valid, nystrom_.landmarks, nystrom_.pinv_iterations);
+  if (nystrom_conv.defined()) out = out + depthwise_conv_skip(v, key_valid, nystrom_conv.to(v.scalar_type()));
+  return out;
+}
+
+torch::Tensor NystromSelfAttentionImpl::attend_step(const torch::Tensor&, const torch::Tensor&, const torch::Tensor&,
+                                                    SelfAttentionCache&, torch::Tensor*) {
+  TORCH_CHECK(false, "self_attend_step: nystrom attention cannot decode");
+  return {};
+}
+
 }  // namespace parla::nn

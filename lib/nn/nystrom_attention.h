@@ -20,9 +20,14 @@
 // Tensors are [B, H, T, Dh]; key_valid is bool [B, T] (true = real token) or undefined (all real). Queries and
 // keys are the same positions (self-attention), so key_valid also tells which queries are real. Padded query rows
 // get finite (meaningless) outputs, never NaN; a row without any real token gives zeros.
+//
+// NystromSelfAttention is the layer (model.encoder_attention "nystrom"), with Xiong et al.'s depthwise convolution
+// skip over the values as a parameter.
 #include <cstdint>
 
 #include <torch/types.h>
+
+#include "nn/self_attention.h"
 
 namespace parla::nn {
 
@@ -59,5 +64,30 @@ torch::Tensor depthwise_conv_skip(const torch::Tensor& v, const torch::Tensor& k
 // Throws parla::ConfigError naming the key: "model.nystrom_landmarks" (< 1), "model.nystrom_pinv_iterations" (< 1),
 // "model.nystrom_conv_kernel" (negative or even; 0 = no convolution skip, the paper uses 33).
 void validate_nystrom(int64_t landmarks, int64_t pinv_iterations, int64_t conv_kernel);
+
+struct NystromAttentionOptions {
+  int64_t landmarks = 32;       // landmarks m (model.nystrom_landmarks)
+  int64_t pinv_iterations = 6;  // pseudo-inverse iterations (model.nystrom_pinv_iterations)
+  int64_t conv_kernel = 33;     // depthwise convolution skip over the values, 0 = none (model.nystrom_conv_kernel)
+};
+
+// Encoder only: a causal call or a decoding step throws.
+class NystromSelfAttentionImpl : public SelfAttentionImpl {
+ public:
+  // Throws ConfigError for bad options (validate_nystrom).
+  NystromSelfAttentionImpl(const MultiHeadAttentionOptions& options, const NystromAttentionOptions& nystrom);
+
+  torch::Tensor nystrom_conv;  // [H, 1, kernel, 1] (a parameter), undefined for conv_kernel 0
+
+ protected:
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& key_valid, bool causal, torch::Tensor* weights) override;
+  torch::Tensor attend_step(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            SelfAttentionCache& cache, torch::Tensor* weights) override;
+
+ private:
+  NystromAttentionOptions nystrom_;
+};
+TORCH_MODULE(NystromSelfAttention);
 
 }  // namespace parla::nn

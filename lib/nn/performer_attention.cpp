@@ -11,6 +11,7 @@
 
 #include "core/error.h"
 #include "core/torch_compat.h"
+#include "nn/self_attention_cache.h"
 
 namespace parla::nn {
 
@@ -113,6 +114,9 @@ torch::Tensor to_chunks(const torch::Tensor& x, int64_t n, int64_t c) {
   return p.reshape({x.size(0), x.size(1), n, c, x.size(3)});
 }
 
+// Independent streams for the layers' random draws (splitmix64's increment).
+uint64_t mix_seed(uint64_t seed, uint64_t salt) { return seed + 0x9E3779B97F4A7C15ULL * (salt + 1); }
+
 }  // namespace performer_impl
 
 torch::Tensor orthogonal_random_features(int64_t m, int64_t d, uint64_t seed, bool orthogonal) {
@@ -212,6 +216,51 @@ void validate_performer(int64_t features, int64_t redraw_every) {
   if (redraw_every < 0)
     throw ConfigError("key 'model.performer_redraw_every': must be >= 0 (0 = never redraw), got " +
                       std::to_string(redraw_every));
+}
+
+PerformerSelfAttentionImpl::PerformerSelfAttentionImpl(const MultiHeadAttentionOptions& options,
+                                                       const PerformerAttentionOptions& performer)
+    : SelfAttentionImpl(options), performer_(performer) {
+  validate_performer(performer.features, performer.redraw_every);
+  performer_features =
+      register_buffer("performer_features", orthogonal_random_features(performer.features, head_dim_, options.seed));
+  performer_passes = register_buffer("performer_passes", torch::zeros({}, torch::kInt64));
+}
+
+void PerformerSelfAttentionImpl::maybe_redraw_features() {
+  if (!is_training() || performer_.redraw_every <= 0) return;
+  torch::NoGradGuard no_grad;
+  const int64_t passes = performer_passes.item<int64_t>();
+  // Draw d is a function of (seed, d), so a resumed run redraws exactly what an uninterrupted one would.
+  if (passes > 0 && passes % performer_.redraw_every == 0) {
+    const auto draw = static_cast<uint64_t>(passes / performer_.redraw_every);
+    performer_features.copy_(orthogonal_random_features(performer_.features, head_dim_,
+                                                        performer_impl::mix_seed(options_.seed, draw)));
+  }
+  performer_passes.add_(1);
+}
+
+torch::Tensor PerformerSelfAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k,
+                                                 const torch::Tensor& v, const torch::Tensor& key_valid, bool causal,
+                                                 torch::Tensor* weights) {
+  maybe_redraw_features();
+  auto w = performer_features.to(q.scalar_type());
+  if (weights) *weights = performer_attention_weights(q, k, key_valid, w, causal);
+  return performer_attention(q, k, v, key_valid, w, causal);
+}
+
+torch::Tensor PerformerSelfAttentionImpl::attend_step(const torch::Tensor& q, const torch::Tensor& k,
+                                                      const torch::Tensor& v, SelfAttentionCache& cache,
+                                                      torch::Tensor* weights) {
+  auto qh = split_heads(q), kh = split_heads(k), vh = split_heads(v);
+  auto w = performer_features.to(qh.scalar_type());
+  auto out = performer_attention_step(qh, kh, vh, w, cache.linear);
+  if (weights) {
+    // The recurrent state forgets the individual keys; keep them only when weights are wanted.
+    cache.kv.append(step_heads(k), step_heads(v));
+    *weights = performer_attention_weights(qh, cache.kv.gather().first, {}, w, false);
+  }
+  return merge_heads(out);
 }
 
 }  // namespace parla::nn

@@ -8,11 +8,15 @@
 // Positive features keep the normaliser positive (sin/cos features do not: their Sec. 2.3), and orthogonal
 // w_i (their Sec. 2.4) lower the variance further. q and k are scaled by Dh^(-1/4) each, so the estimated kernel
 // is exp(q^T k / sqrt(Dh)), the one of scaled dot-product attention. All tensors are [B, H, T, Dh].
+//
+// PerformerSelfAttention is the layer (model.attention "performer"): the features are a buffer drawn from the
+// layer's seed and redrawn on a schedule in training; decoding keeps the recurrent state (cache.linear).
 #include <cstdint>
 
 #include <torch/types.h>
 
 #include "nn/linear_attention.h"
+#include "nn/self_attention.h"
 
 namespace parla::nn {
 
@@ -73,5 +77,33 @@ bool performer_redraw_due(int64_t steps_done, int64_t redraw_every);
 // Throws parla::ConfigError naming key 'model.performer_features' for features < 1 and
 // 'model.performer_redraw_every' for redraw_every < 0.
 void validate_performer(int64_t features, int64_t redraw_every);
+
+struct PerformerAttentionOptions {
+  int64_t features = 64;        // random features m (model.performer_features)
+  int64_t redraw_every = 1000;  // training forward passes between redraws, 0 = never (model.performer_redraw_every)
+};
+
+class PerformerSelfAttentionImpl : public SelfAttentionImpl {
+ public:
+  // Throws ConfigError for bad options (validate_performer); the first draw is a function of options.seed.
+  PerformerSelfAttentionImpl(const MultiHeadAttentionOptions& options, const PerformerAttentionOptions& performer);
+
+  // Buffers, saved in checkpoints: the features [m, Dh] and the training forward passes seen (int64 scalar: the
+  // redraw schedule resumes with the checkpoint).
+  torch::Tensor performer_features, performer_passes;
+
+ protected:
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& key_valid, bool causal, torch::Tensor* weights) override;
+  torch::Tensor attend_step(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            SelfAttentionCache& cache, torch::Tensor* weights) override;
+
+ private:
+  // In training, redraw the features every redraw_every forward passes.
+  void maybe_redraw_features();
+
+  PerformerAttentionOptions performer_;
+};
+TORCH_MODULE(PerformerSelfAttention);
 
 }  // namespace parla::nn

@@ -11,6 +11,7 @@
 #include "nn/attention_masks.h"
 #include "nn/attention_scores.h"
 #include "nn/masked_softmax.h"
+#include "nn/self_attention_cache.h"
 
 namespace parla::nn {
 
@@ -225,6 +226,48 @@ torch::Tensor routing_attention_step(const torch::Tensor& q, const torch::Tensor
   auto w = masked_softmax(scaled_dot_scores(q, k), allowed.unsqueeze(2));  // [N, H, 1, len]
   if (weights) *weights = w;
   return torch::matmul(w, v);
+}
+
+RoutingSelfAttentionImpl::RoutingSelfAttentionImpl(const MultiHeadAttentionOptions& options,
+                                                   const RoutingAttentionOptions& routing)
+    : SelfAttentionImpl(options), routing_(routing) {
+  validate_routing(routing.clusters, routing.decay);
+  auto st = init_routing_centroids(options.heads, routing.clusters, head_dim_, options.seed);
+  routing_centroids = register_buffer("routing_centroids", st.centroids);
+  routing_sums = register_buffer("routing_sums", st.sums);
+  routing_counts = register_buffer("routing_counts", st.counts);
+}
+
+torch::Tensor RoutingSelfAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                               const torch::Tensor& key_valid, bool causal, torch::Tensor* weights) {
+  auto centroids = routing_centroids.to(q.scalar_type());
+  auto out = causal ? routing_attention_causal(q, k, v, key_valid, centroids, weights)
+                    : routing_attention_balanced(q, k, v, key_valid, centroids, weights);
+  if (is_training()) {
+    // Centroids follow the batch's queries and keys (eqs. 8-10) after they routed it; no gradient.
+    torch::NoGradGuard no_grad;
+    RoutingCentroids st{routing_centroids.clone(), routing_sums.clone(), routing_counts.clone()};
+    routing_ema_update(st, q.detach().to(torch::kFloat), k.detach().to(torch::kFloat), key_valid, routing_.decay);
+    routing_centroids.copy_(st.centroids);
+    routing_sums.copy_(st.sums);
+    routing_counts.copy_(st.counts);
+  }
+  return out;
+}
+
+torch::Tensor RoutingSelfAttentionImpl::attend_step(const torch::Tensor& q, const torch::Tensor& k,
+                                                    const torch::Tensor& v, SelfAttentionCache& cache,
+                                                    torch::Tensor* weights) {
+  cache.kv.append(step_heads(k), step_heads(v));
+  auto query = step_heads(q);
+  auto c = cached_positions(query, cache);
+  auto centroids = routing_centroids.to(query.scalar_type());
+  auto key_clusters = nearest_centroid(c.k, centroids);                            // [N, H, L]
+  auto query_cluster = nearest_centroid(query.unsqueeze(2), centroids).squeeze(2);  // [N, H]
+  auto allowed = routing_causal_row(query_cluster, key_clusters)
+                     .logical_and(c.own.to(query.device()).unsqueeze(1))
+                     .unsqueeze(2);  // [N, H, 1, L]
+  return merge_heads(softmax_attention(query.unsqueeze(2), c.k, c.v, allowed, weights));  // [N, H, 1, Dh]
 }
 
 }  // namespace parla::nn

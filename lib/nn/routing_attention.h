@@ -19,9 +19,14 @@
 //
 // Padded positions (key_valid false) never take part: not in the EMA sums and counts, not in any cluster, not
 // as keys. The outputs at padded query positions are zero.
+//
+// RoutingSelfAttention is the layer (model.attention "routing"): balanced routing when not causal, causal routing
+// in the decoder, and the centroids as buffers that training moves.
 #include <cstdint>
 
 #include <torch/types.h>
+
+#include "nn/self_attention.h"
 
 namespace parla::nn {
 
@@ -101,5 +106,32 @@ torch::Tensor routing_causal_row(const torch::Tensor& q_cluster, const torch::Te
 torch::Tensor routing_attention_step(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                      const torch::Tensor& key_valid, const torch::Tensor& centroids,
                                      torch::Tensor* weights = nullptr);
+
+struct RoutingAttentionOptions {
+  int64_t clusters = 4;   // centroids per head (model.routing_clusters)
+  double decay = 0.999;   // lambda of the centroids' moving averages (model.routing_decay)
+};
+
+class RoutingSelfAttentionImpl : public SelfAttentionImpl {
+ public:
+  // Throws ConfigError for bad options (validate_routing); initial centroids from options.seed.
+  RoutingSelfAttentionImpl(const MultiHeadAttentionOptions& options, const RoutingAttentionOptions& routing);
+
+  // The centroid state (buffers, saved in checkpoints; seed 002 eqs. 8-10): centroids [H, K, Dh], their moving
+  // sums [H, K, Dh] and counts [H, K].
+  torch::Tensor routing_centroids, routing_sums, routing_counts;
+
+ protected:
+  // In training the centroids then follow the batch's queries and keys (eqs. 8-10), without gradient.
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& key_valid, bool causal, torch::Tensor* weights) override;
+  // The whole key/value cache, each key allowed when routed to the newest query's cluster (routing_causal_row).
+  torch::Tensor attend_step(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            SelfAttentionCache& cache, torch::Tensor* weights) override;
+
+ private:
+  RoutingAttentionOptions routing_;
+};
+TORCH_MODULE(RoutingSelfAttention);
 
 }  // namespace parla::nn

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "nn/attention_scores.h"
 #include "nn/masked_softmax.h"
+#include "nn/self_attention_cache.h"
 
 namespace parla::nn {
 
@@ -277,6 +278,32 @@ torch::Tensor sparse_attention(const torch::Tensor& q, const torch::Tensor& k, c
     *weights = dense;
   }
   return out;
+}
+
+SparseSelfAttentionImpl::SparseSelfAttentionImpl(const MultiHeadAttentionOptions& options, const SparsePattern& pattern)
+    : SelfAttentionImpl(options), pattern_(pattern) {
+  validate(pattern_);
+}
+
+torch::Tensor SparseSelfAttentionImpl::attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                                              const torch::Tensor& key_valid, bool causal, torch::Tensor* weights) {
+  return sparse_attention(q, k, v, key_valid, pattern_, causal, attention_dropout(), is_training(), weights);
+}
+
+torch::Tensor SparseSelfAttentionImpl::attend_step(const torch::Tensor& q, const torch::Tensor& k,
+                                                   const torch::Tensor& v, SelfAttentionCache& cache,
+                                                   torch::Tensor* weights) {
+  cache.kv.append(step_heads(k), step_heads(v));
+  auto query = step_heads(q);
+  auto c = cached_positions(query, cache);
+  const int64_t L = c.k.size(2);
+  auto pattern = torch::zeros({c.rows, L}, torch::kBool);
+  for (int64_t n = 0; n < c.rows; ++n) {
+    const int64_t pos = c.length - 1 - c.start[n];
+    pattern[n].narrow(0, c.start[n] - c.first, pos + 1).copy_(sparse_pattern_row(pos, pos + 1, pattern_, true));
+  }
+  auto allowed = pattern.view({c.rows, 1, 1, L}).to(query.device());
+  return merge_heads(softmax_attention(query.unsqueeze(2), c.k, c.v, allowed, weights));  // [N, H, 1, Dh]
 }
 
 }  // namespace parla::nn

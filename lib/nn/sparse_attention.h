@@ -21,10 +21,14 @@
 // the non-causal random blocks, which are drawn among the row's own ceil(L / block_size) blocks so that a padded
 // batch equals batch 1; causal random blocks are drawn among blocks 0..I and do not depend on L at all, so
 // incremental decoding equals the full pass.
+//
+// SparseSelfAttention is the layer (model.attention "sparse"); its options are the SparsePattern.
 #include <cstdint>
 #include <vector>
 
 #include <torch/types.h>
+
+#include "nn/self_attention.h"
 
 namespace parla::nn {
 
@@ -76,5 +80,22 @@ torch::Tensor sparse_attention(const torch::Tensor& q, const torch::Tensor& k, c
 // `length` positions (the padded block slots included): ceil(T / b) * b * K * b, plus g * T for the non-causal
 // global rows, where K is the most key blocks any query block gathers.
 int64_t sparse_computed_pairs(int64_t length, const SparsePattern& p, bool causal);
+
+// Sparse self-attention with pattern `pattern` (validated here). A decoding step reads the whole key/value cache
+// under one row of the pattern (sparse_pattern_row).
+class SparseSelfAttentionImpl : public SelfAttentionImpl {
+ public:
+  SparseSelfAttentionImpl(const MultiHeadAttentionOptions& options, const SparsePattern& pattern);
+
+ protected:
+  torch::Tensor attend(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                       const torch::Tensor& key_valid, bool causal, torch::Tensor* weights) override;
+  torch::Tensor attend_step(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
+                            SelfAttentionCache& cache, torch::Tensor* weights) override;
+
+ private:
+  SparsePattern pattern_;
+};
+TORCH_MODULE(SparseSelfAttention);
 
 }  // namespace parla::nn

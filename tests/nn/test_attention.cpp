@@ -13,7 +13,11 @@
 #include "nn/attention_scores.h"
 #include "nn/linear_attention.h"
 #include "nn/masked_softmax.h"
-#include "nn/multi_head_attention.h"
+#include "nn/cross_attention.h"
+#include "nn/full_attention.h"
+#include "nn/local_attention.h"
+#include "nn/self_attention_cache.h"
+#include "nn/self_attention_factory.h"
 #include "support/cuda.h"
 #include "support/tensors.h"
 
@@ -223,7 +227,7 @@ TEST_CASE("multi-head self-attention with a padding mask equals a naive per-head
   MultiHeadAttentionOptions o;
   o.d_model = 8;
   o.heads = 2;
-  MultiHeadAttention mha(o);
+  FullSelfAttention mha(o);
   mha->to(torch::kDouble);
   auto x = torch::randn({2, 4, 8}, torch::kDouble);
   auto valid = torch::tensor({1, 1, 1, 1, 1, 1, 0, 0}, torch::kBool).view({2, 4});
@@ -244,17 +248,16 @@ namespace {
 
 // A double-precision cross-attention module with d_model 8, and the naive loop's output for one query row
 // `x` [T, 8] over one memory row `mem` [S, 8] with key mask `valid` [S].
-MultiHeadAttention cross_attention_8d(int64_t heads) {
+CrossAttention cross_attention_8d(int64_t heads) {
   MultiHeadAttentionOptions o;
   o.d_model = 8;
   o.heads = heads;
-  o.self_attention = false;
-  MultiHeadAttention mha(o);
+  CrossAttention mha(o);
   mha->to(torch::kDouble);
   return mha;
 }
 
-torch::Tensor naive_cross(MultiHeadAttention& mha, const torch::Tensor& x, const torch::Tensor& mem,
+torch::Tensor naive_cross(CrossAttention& mha, const torch::Tensor& x, const torch::Tensor& mem,
                           const torch::Tensor& valid) {
   auto wkv = mha->kv_proj->weight, bkv = mha->kv_proj->bias;
   return naive_mha(x, mem, mha->q_proj->weight, mha->q_proj->bias, wkv.narrow(0, 0, 8), bkv.narrow(0, 0, 8),
@@ -301,9 +304,9 @@ TEST_CASE("causal self-attention output at step t does not change when later tok
     MultiHeadAttentionOptions o;
     o.d_model = 16;
     o.heads = 4;
-    o.kind = kind;
-    o.window = 2;
-    MultiHeadAttention mha(o);
+    parla::ModelConfig cfg;
+    cfg.local_window = 2;
+    auto mha = make_self_attention(kind, o, cfg);
     auto x = torch::randn({2, 6, 16});
     auto y = x.clone();
     y.narrow(1, 4, 2).copy_(torch::randn({2, 2, 16}));
@@ -318,7 +321,7 @@ TEST_CASE("self-attention without positions is permutation-equivariant") {
   MultiHeadAttentionOptions o;
   o.d_model = 16;
   o.heads = 4;
-  MultiHeadAttention mha(o);
+  FullSelfAttention mha(o);
   auto x = torch::randn({1, 5, 16});
   auto perm = torch::tensor({3, 0, 4, 1, 2}, torch::kLong);
   auto out = mha->self_attend(x, {}, false);
@@ -331,10 +334,8 @@ TEST_CASE("local attention with a window covering the sequence equals full atten
   MultiHeadAttentionOptions o;
   o.d_model = 16;
   o.heads = 2;
-  MultiHeadAttention full(o);
-  o.kind = AttentionKind::kLocal;
-  o.window = 7;
-  MultiHeadAttention local(o);
+  FullSelfAttention full(o);
+  LocalSelfAttention local(o, LocalAttentionOptions{7});
   local->qkv_proj->weight.data().copy_(full->qkv_proj->weight);
   local->qkv_proj->bias.data().copy_(full->qkv_proj->bias);
   local->out_proj->weight.data().copy_(full->out_proj->weight);
@@ -355,9 +356,7 @@ TEST_CASE("local attention gives zero weight exactly outside the window") {
   MultiHeadAttentionOptions o;
   o.d_model = 8;
   o.heads = 2;
-  o.kind = AttentionKind::kLocal;
-  o.window = 1;
-  MultiHeadAttention mha(o);
+  LocalSelfAttention mha(o, LocalAttentionOptions{1});
   torch::Tensor w;
   mha->self_attend(torch::randn({1, 6, 8}), {}, false, &w);
   for (int i = 0; i < 6; ++i)
@@ -402,9 +401,9 @@ TEST_CASE("incremental self-attention steps equal the causal full-sequence pass 
     MultiHeadAttentionOptions o;
     o.d_model = 16;
     o.heads = 4;
-    o.kind = kind;
-    o.window = 2;
-    MultiHeadAttention mha(o);
+    parla::ModelConfig cfg;
+    cfg.local_window = 2;
+    auto mha = make_self_attention(kind, o, cfg);
     mha->eval();
     auto x = torch::randn({3, 7, 16});
     auto full = mha->self_attend(x, {}, true);
@@ -442,16 +441,16 @@ struct OutAndGrads {
   std::vector<torch::Tensor> grads;
 };
 
-OutAndGrads run_with_grads(parla::nn::MultiHeadAttention& mha, const torch::Tensor& x0,
+OutAndGrads run_with_grads(torch::nn::Module& mha, const torch::Tensor& x0,
                            const std::function<torch::Tensor(const torch::Tensor&)>& call) {
-  mha->zero_grad();
+  mha.zero_grad();
   auto x = x0.detach().clone().requires_grad_(true);
   auto out = call(x);
   // A fixed random projection of the output, so that every output element carries its own gradient.
   torch::manual_seed(5);
   (out * torch::randn(out.sizes(), out.options())).sum().backward();
   OutAndGrads r{out.detach(), {x.grad().clone()}};
-  for (auto& p : mha->parameters()) r.grads.push_back(p.grad().clone());
+  for (auto& p : mha.parameters()) r.grads.push_back(p.grad().clone());
   return r;
 }
 
@@ -479,9 +478,8 @@ TEST_CASE("fused attention (no weights requested) equals the explicit path in ou
   MultiHeadAttentionOptions o;
   o.d_model = 16;
   o.heads = 4;
-  MultiHeadAttention self_attn(o);
-  o.self_attention = false;
-  MultiHeadAttention cross_attn(o);
+  FullSelfAttention self_attn(o);
+  CrossAttention cross_attn(o);
   auto x = torch::randn({3, 5, 16});
   auto memory = torch::randn({3, 6, 16});
   // Row 0 full, row 1 padded, row 2 with no valid key at all (the explicit path gives zeros there).
@@ -492,10 +490,10 @@ TEST_CASE("fused attention (no weights requested) equals the explicit path in ou
     for (bool padded : {false, true}) {
       INFO("causal " << causal << ", padding " << padded);
       torch::Tensor kv = padded ? valid : torch::Tensor();
-      auto fused = run_with_grads(self_attn, x, [&](const torch::Tensor& in) {
+      auto fused = run_with_grads(*self_attn, x, [&](const torch::Tensor& in) {
         return self_attn->self_attend(in, kv, causal);
       });
-      auto explicit_path = run_with_grads(self_attn, x, [&](const torch::Tensor& in) {
+      auto explicit_path = run_with_grads(*self_attn, x, [&](const torch::Tensor& in) {
         return self_attn->self_attend(in, kv, causal, &w);
       });
       check_close(fused, explicit_path);
@@ -509,5 +507,5 @@ TEST_CASE("fused attention (no weights requested) equals the explicit path in ou
       return cross_attn->cross_attend(in, k, v, mem_valid, weights);
     };
   };
-  check_close(run_with_grads(cross_attn, x, cross(nullptr)), run_with_grads(cross_attn, x, cross(&w)));
+  check_close(run_with_grads(*cross_attn, x, cross(nullptr)), run_with_grads(*cross_attn, x, cross(&w)));
 }

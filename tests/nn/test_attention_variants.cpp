@@ -10,7 +10,10 @@
 
 #include "core/config.h"
 #include "core/error.h"
-#include "nn/multi_head_attention.h"
+#include "nn/performer_attention.h"
+#include "nn/routing_attention.h"
+#include "nn/self_attention_cache.h"
+#include "nn/self_attention_factory.h"
 #include "support/tensors.h"
 
 namespace parla_test_attention_variants {
@@ -18,22 +21,26 @@ namespace parla_test_attention_variants {
 using namespace parla::nn;
 using parla::testing::max_abs_diff;
 
-MultiHeadAttentionOptions variant(AttentionKind kind) {
+// The variants' own settings, as the factory reads them from the model config.
+parla::ModelConfig variant_config() {
+  parla::ModelConfig c;
+  c.local_window = 1;
+  // Small blocks and sizes so that every pattern leaves some pairs out of sequences of ~10 positions.
+  c.sparse_pattern = {"band", "global", "random"};
+  c.sparse_block_size = 2;
+  c.routing_clusters = 3;
+  c.performer_features = 32;
+  c.nystrom_landmarks = 3;
+  c.nystrom_conv_kernel = 3;
+  return c;
+}
+
+SelfAttention variant(AttentionKind kind, const parla::ModelConfig& cfg = variant_config()) {
   MultiHeadAttentionOptions o;
   o.d_model = 16;
   o.heads = 4;
-  o.kind = kind;
-  o.window = 1;
-  // Small blocks and sizes so that every pattern leaves some pairs out of sequences of ~10 positions.
-  o.sparse.band = o.sparse.global = o.sparse.random = true;
-  o.sparse.window = 1;
-  o.sparse.block_size = 2;
-  o.routing_clusters = 3;
-  o.performer_features = 32;
-  o.nystrom_landmarks = 3;
-  o.nystrom_conv_kernel = 3;
   o.seed = 5;
-  return o;
+  return make_self_attention(kind, o, cfg);
 }
 
 const std::vector<AttentionKind> kCausalKinds = {AttentionKind::kFull,    AttentionKind::kLocal,
@@ -43,7 +50,7 @@ const std::vector<AttentionKind> kCausalKinds = {AttentionKind::kFull,    Attent
 TEST_CASE("incremental steps of sparse, routing and performer self-attention equal the causal full pass") {
   torch::manual_seed(21);
   for (auto kind : {AttentionKind::kSparse, AttentionKind::kRouting, AttentionKind::kPerformer}) {
-    MultiHeadAttention mha(variant(kind));
+    auto mha = variant(kind);
     mha->eval();
     auto x = torch::randn({3, 9, 16});
     torch::Tensor full_weights;
@@ -64,7 +71,7 @@ TEST_CASE("incremental steps of sparse, routing and performer self-attention equ
 TEST_CASE("beam reordering of a sparse or routing cache equals decoding the reordered rows") {
   torch::manual_seed(22);
   for (auto kind : {AttentionKind::kSparse, AttentionKind::kRouting, AttentionKind::kPerformer}) {
-    MultiHeadAttention mha(variant(kind));
+    auto mha = variant(kind);
     mha->eval();
     torch::NoGradGuard no_grad;
     auto x = torch::randn({3, 6, 16});
@@ -91,7 +98,7 @@ TEST_CASE("every self-attention variant gives a sentence alone the output it has
   auto valid = torch::arange(T).unsqueeze(0) < lengths.unsqueeze(1);  // [B, T]
   auto x = torch::randn({B, T, 16}, torch::kDouble);
   for (auto kind : kinds) {
-    MultiHeadAttention mha(variant(kind));
+    auto mha = variant(kind);
     mha->to(torch::kDouble);
     mha->eval();
     for (bool causal : {false, true}) {
@@ -109,30 +116,34 @@ TEST_CASE("every self-attention variant gives a sentence alone the output it has
 
 TEST_CASE("routing centroids follow the batches in training and stay fixed in evaluation") {
   torch::manual_seed(24);
-  MultiHeadAttention mha(variant(AttentionKind::kRouting));
+  auto mha = variant(AttentionKind::kRouting);
+  auto* routing = mha->as<RoutingSelfAttentionImpl>();
+  REQUIRE(routing);
   auto x = torch::randn({2, 8, 16});
-  const auto before = mha->routing_centroids.clone();
+  const auto before = routing->routing_centroids.clone();
   mha->eval();
   mha->self_attend(x, {}, false);
-  REQUIRE(mha->routing_centroids.equal(before));
+  REQUIRE(routing->routing_centroids.equal(before));
   mha->train();
   mha->self_attend(x, {}, false);
-  REQUIRE(!mha->routing_centroids.equal(before));
+  REQUIRE(!routing->routing_centroids.equal(before));
   // Eq. 10: the centroids are the moving sums over the moving counts.
-  auto ratio = mha->routing_sums / mha->routing_counts.unsqueeze(-1);
-  REQUIRE(max_abs_diff(ratio, mha->routing_centroids) < 1e-5);
+  auto ratio = routing->routing_sums / routing->routing_counts.unsqueeze(-1);
+  REQUIRE(max_abs_diff(ratio, routing->routing_centroids) < 1e-5);
   // No gradient reaches the centroids; the layer's weights still get theirs.
   auto y = mha->self_attend(x.requires_grad_(true), {}, false);
   y.sum().backward();
-  REQUIRE(!mha->routing_centroids.requires_grad());
+  REQUIRE(!routing->routing_centroids.requires_grad());
   REQUIRE(mha->qkv_proj->weight.grad().defined());
 }
 
 TEST_CASE("performer features are redrawn every performer_redraw_every training passes, the same in every replica") {
   torch::manual_seed(25);
-  auto o = variant(AttentionKind::kPerformer);
-  o.performer_redraw_every = 3;
-  MultiHeadAttention a(o), b(o);
+  auto cfg = variant_config();
+  cfg.performer_redraw_every = 3;
+  auto layer_a = variant(AttentionKind::kPerformer, cfg), layer_b = variant(AttentionKind::kPerformer, cfg);
+  auto *a = layer_a->as<PerformerSelfAttentionImpl>(), *b = layer_b->as<PerformerSelfAttentionImpl>();
+  REQUIRE((a && b));
   REQUIRE(a->performer_features.equal(b->performer_features));  // a function of the seed, not of the global RNG
   auto x = torch::randn({1, 5, 16});
   a->eval();
@@ -158,9 +169,9 @@ TEST_CASE("performer features are redrawn every performer_redraw_every training 
 
 TEST_CASE("local attention runs blockwise and equals the band mask applied to full attention") {
   torch::manual_seed(26);
-  auto o = variant(AttentionKind::kLocal);
-  o.window = 3;
-  MultiHeadAttention local(o);
+  auto cfg = variant_config();
+  cfg.local_window = 3;
+  auto local = variant(AttentionKind::kLocal, cfg);
   local->to(torch::kDouble);
   auto x = torch::randn({2, 40, 16}, torch::kDouble);
   auto valid = torch::ones({2, 40}, torch::kBool);

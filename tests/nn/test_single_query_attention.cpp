@@ -8,7 +8,8 @@
 
 #include <torch/torch.h>
 
-#include "nn/multi_head_attention.h"
+#include "nn/cross_attention.h"
+#include "nn/self_attention_cache.h"
 #include "nn/single_query_attention.h"
 #include "support/cuda.h"
 #include "support/tensors.h"
@@ -164,8 +165,7 @@ TEST_CASE("cross-attention of one query position gives the same output and weigh
   MultiHeadAttentionOptions o;
   o.d_model = 16;
   o.heads = 4;
-  o.self_attention = false;
-  MultiHeadAttention mha(o);
+  CrossAttention mha(o);
   mha->eval();
   auto memory = torch::randn({2, 5, 16});
   auto valid = torch::ones({2, 5}, torch::kBool);

@@ -34,7 +34,7 @@
 #include "core/config/model_config.h"
 #include "models/factory.h"
 #include "models/seq2seq.h"
-#include "nn/multi_head_attention.h"
+#include "nn/routing_attention.h"
 #include "train/distributed.h"
 
 using parla::train::DataParallel;
@@ -338,9 +338,7 @@ TEST_CASE("distributed child: collectives on known tensors", "[.dist-child]") {
     parla::nn::MultiHeadAttentionOptions o;
     o.d_model = 8;
     o.heads = 2;
-    o.kind = parla::nn::AttentionKind::kRouting;
-    o.routing_clusters = 3;
-    parla::nn::MultiHeadAttention routed(o);
+    parla::nn::RoutingSelfAttention routed(o, parla::nn::RoutingAttentionOptions{3});
     torch::NoGradGuard g;
     auto s0 = torch::arange(2 * 3 * 4, torch::kFloat32).view({2, 3, 4}) - 5.0f;
     auto c0 = torch::arange(1, 7, torch::kFloat32).view({2, 3});

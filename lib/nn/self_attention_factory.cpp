@@ -1,0 +1,94 @@
+#include "nn/self_attention_factory.h"
+
+#include <algorithm>
+#include <memory>
+
+#include "core/error.h"
+#include "nn/full_attention.h"
+#include "nn/linear_attention.h"
+#include "nn/local_attention.h"
+#include "nn/nystrom_attention.h"
+#include "nn/performer_attention.h"
+#include "nn/routing_attention.h"
+#include "nn/sparse_attention.h"
+
+namespace parla::nn {
+
+AttentionKind parse_attention_kind(const std::string& name) {
+  if (name == "full") return AttentionKind::kFull;
+  if (name == "local") return AttentionKind::kLocal;
+  if (name == "linear") return AttentionKind::kLinear;
+  if (name == "sparse") return AttentionKind::kSparse;
+  if (name == "routing") return AttentionKind::kRouting;
+  if (name == "performer") return AttentionKind::kPerformer;
+  if (name == "nystrom") return AttentionKind::kNystrom;
+  throw ConfigError("key 'model.attention': unknown attention '" + name +
+                    "' (must be one of: full, local, linear, sparse, routing, performer, nystrom)");
+}
+
+bool attention_kind_is_causal(AttentionKind kind) { return kind != AttentionKind::kNystrom; }
+
+namespace self_attention_factory_impl {
+
+// model.sparse_pattern's names and sizes; the band is model.local_window wide, and the random blocks are drawn
+// from model.attention_seed alone.
+SparsePattern sparse_pattern_of(const ModelConfig& cfg) {
+  auto has = [&](const char* name) {
+    return std::find(cfg.sparse_pattern.begin(), cfg.sparse_pattern.end(), name) != cfg.sparse_pattern.end();
+  };
+  SparsePattern p;
+  p.band = has("band");
+  p.window = cfg.local_window;
+  p.global = has("global");
+  p.global_tokens = cfg.sparse_global_tokens;
+  p.dilated = has("dilated");
+  p.dilation = cfg.sparse_dilation;
+  p.dilated_window = cfg.sparse_dilated_window;
+  p.random = has("random");
+  p.random_blocks = cfg.sparse_random_blocks;
+  p.block_local = has("block");
+  p.block_size = cfg.sparse_block_size;
+  p.seed = static_cast<uint64_t>(cfg.attention_seed);
+  return p;
+}
+
+template <class Variant, class... Options>
+SelfAttention make(const MultiHeadAttentionOptions& shared, const Options&... options) {
+  // Through the base pointer: ModuleHolder's forwarding constructor would take a derived one as an argument.
+  return SelfAttention(std::shared_ptr<SelfAttentionImpl>(std::make_shared<Variant>(shared, options...)));
+}
+
+}  // namespace self_attention_factory_impl
+
+SelfAttention make_self_attention(AttentionKind kind, const MultiHeadAttentionOptions& shared, const ModelConfig& cfg) {
+  using self_attention_factory_impl::make;
+  switch (kind) {
+    case AttentionKind::kFull: return make<FullSelfAttentionImpl>(shared);
+    case AttentionKind::kLocal: return make<LocalSelfAttentionImpl>(shared, LocalAttentionOptions{cfg.local_window});
+    case AttentionKind::kLinear: return make<LinearSelfAttentionImpl>(shared);
+    case AttentionKind::kSparse:
+      return make<SparseSelfAttentionImpl>(shared, self_attention_factory_impl::sparse_pattern_of(cfg));
+    case AttentionKind::kRouting:
+      return make<RoutingSelfAttentionImpl>(shared, RoutingAttentionOptions{cfg.routing_clusters, cfg.routing_decay});
+    case AttentionKind::kPerformer:
+      return make<PerformerSelfAttentionImpl>(
+          shared, PerformerAttentionOptions{cfg.performer_features, cfg.performer_redraw_every});
+    case AttentionKind::kNystrom:
+      return make<NystromSelfAttentionImpl>(
+          shared, NystromAttentionOptions{cfg.nystrom_landmarks, cfg.nystrom_pinv_iterations, cfg.nystrom_conv_kernel});
+  }
+  throw ConfigError("key 'model.attention': unknown attention kind");
+}
+
+SelfAttention make_self_attention(const ModelConfig& cfg, bool decoder, int layer) {
+  const std::string& own = decoder ? cfg.decoder_attention : cfg.encoder_attention;
+  MultiHeadAttentionOptions shared;
+  shared.d_model = cfg.d_model;
+  shared.heads = cfg.heads;
+  shared.dropout = cfg.attention_dropout;
+  // One stream per layer and stack.
+  shared.seed = static_cast<uint64_t>(cfg.attention_seed) * 1000003ULL + (decoder ? 1000ULL : 0ULL) + layer;
+  return make_self_attention(parse_attention_kind(own.empty() ? cfg.attention : own), shared, cfg);
+}
+
+}  // namespace parla::nn
