@@ -13,7 +13,7 @@
 #include "convert/imported_model.h"
 #include "convert/marian_import.h"
 #include "core/app.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 
 int main(int argc, char** argv) {
   parla::runtime::tune_process(argc, argv);

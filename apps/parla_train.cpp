@@ -13,7 +13,7 @@
 
 #include "core/app.h"
 #include "core/config.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "core/schema_flags.h"
 #include "models/int8_quantization.h"
 #include "train/checkpoint_average.h"

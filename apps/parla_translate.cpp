@@ -10,8 +10,8 @@
 
 #include "core/app.h"
 #include "core/config.h"
-#include "core/runtime.h"
-#include "core/runtime_device.h"
+#include "runtime/runtime.h"
+#include "runtime/runtime_device.h"
 #include "core/schema_flags.h"
 #include "decode/translator.h"
 

@@ -31,7 +31,7 @@ inline SearchRate batched_search(models::Seq2SeqModel& model, const std::vector<
     auto src = torch::zeros({static_cast<int64_t>(b.size()), static_cast<int64_t>(width)}, torch::kLong);
     for (size_t r = 0; r < b.size(); ++r) {
       for (size_t j = 0; j < sents[b[r]].size(); ++j) src[r][j] = sents[b[r]][j];
-      src[r][sents[b[r]].size()] = models::kEosId;
+      src[r][sents[b[r]].size()] = parla::kEosId;
     }
     for (auto& list : decode::search(model, src, options)) tokens += list.empty() ? 0 : list[0].tokens.size() + 1;
   }

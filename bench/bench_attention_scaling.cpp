@@ -30,7 +30,7 @@
 
 #include <torch/torch.h>
 
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "nn/self_attention_factory.h"
 
 namespace {

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "models/checkpoint.h"
 #include "models/tensor_archive.h"
 

@@ -19,8 +19,8 @@
 #include <vector>
 
 #include "core/config/decoding_config.h"
-#include "core/runtime.h"
-#include "core/runtime_device.h"
+#include "runtime/runtime.h"
+#include "runtime/runtime_device.h"
 #include "decode/translator.h"
 
 namespace {

@@ -22,13 +22,13 @@
 
 #include "batched_search.h"
 #include "core/config.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "decode/maxi_batch.h"
 #include "decode/search.h"
 #include "models/checkpoint.h"
 #include "models/factory.h"
 #include "models/int8_quantization.h"
-#include "nn/int8_gemm.h"
+#include "kernels/int8_gemm.h"
 #include "text/sentencepiece_vocab.h"
 
 using namespace parla;
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
   const std::string which = argc > 6 ? argv[6] : "trained,base";
   const int threads = runtime::apply(RuntimeConfig{});
   torch::NoGradGuard no_grad;
-  const auto& code = nn::int8::activation_code();
+  const auto& code = kernels::int8::activation_code();
   const char* coretype = std::getenv("OPENBLAS_CORETYPE");
   std::printf("bench_int8: %d threads, fp32 through %s (OPENBLAS_CORETYPE %s), int8 through oneDNN on %s "
               "(activations in [-%d, %d])\n",

@@ -15,8 +15,8 @@
 
 #include <torch/torch.h>
 
-#include "core/runtime.h"
-#include "nn/int8_gemm.h"
+#include "runtime/runtime.h"
+#include "kernels/int8_gemm.h"
 #include "nn/int8_matrix.h"
 
 namespace {
@@ -48,7 +48,7 @@ int main(int argc, char** argv) {
     row_counts.push_back(std::stoll(v));
   }
   torch::NoGradGuard no_grad;
-  const auto& code = parla::nn::int8::activation_code();
+  const auto& code = parla::kernels::int8::activation_code();
   std::printf("threads %d, oneDNN isa %s, activations [-%d, %d] + %d\n", threads, code.isa.c_str(), code.levels,
               code.levels, code.offset);
   struct Shape { const char* name; int64_t n, k; };

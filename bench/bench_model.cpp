@@ -23,7 +23,7 @@
 #include <torch/torch.h>
 
 #include "core/config.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "models/factory.h"
 
 namespace {
@@ -80,7 +80,7 @@ int main(int argc, char** argv) {
     model->train();
     auto src = torch::randint(4, vocab, {batch, len}, torch::kLong);
     auto tgt = torch::randint(4, vocab, {batch, len + 1}, torch::kLong);
-    tgt.select(1, 0).fill_(parla::models::kBosId);
+    tgt.select(1, 0).fill_(parla::kBosId);
     auto tgt_in = tgt.narrow(1, 0, len), tgt_out = tgt.narrow(1, 1, len);
     std::vector<double> seconds;
     for (int it = 0; it <= iterations; ++it) {

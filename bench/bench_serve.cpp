@@ -36,7 +36,7 @@
 #include <torch/torch.h>
 
 #include "core/config.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "decode/translator.h"
 
 using Clock = std::chrono::steady_clock;

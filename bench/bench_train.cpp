@@ -22,8 +22,8 @@
 #include <torch/torch.h>
 
 #include "core/config.h"
-#include "core/runtime.h"
-#include "core/runtime_device.h"
+#include "runtime/runtime.h"
+#include "runtime/runtime_device.h"
 #include "data/token_dataset_writer.h"
 #include "models/factory.h"
 #include "train/label_smoothed_cross_entropy.h"

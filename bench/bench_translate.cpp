@@ -15,7 +15,7 @@
 
 #include "batched_search.h"
 #include "core/config.h"
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 #include "decode/maxi_batch.h"
 #include "decode/search.h"
 #include "models/factory.h"

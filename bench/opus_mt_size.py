@@ -266,7 +266,7 @@ def main():
     }
     # Side rows, batch 1 only: int8 on one thread. A first run found CTranslate2's int8 at batch 1 2.7x faster on
     # one thread than on two (tiny products, where waking a second thread costs more than it saves; parla runs
-    # such products on one thread itself, nn/int8_gemm.cpp), so the two-thread rows alone would mislead.
+    # such products on one thread itself, kernels/int8_gemm.cpp), so the two-thread rows alone would mislead.
     side = {
         "parla int8, 1 thread": lambda i, o, b: parla_cmd(bin_dir, int8, i, o, b, a.length, threads=1),
         "CT2 int8, 1 thread": lambda i, o, b: ct2_cmd(hf, ct2_i8, "int8", i, o, b, a.length, threads=1),

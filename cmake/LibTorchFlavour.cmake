@@ -1,4 +1,4 @@
-# parla builds against either LibTorch (lib/core/torch_compat.h wraps their C++ differences):
+# parla builds against either LibTorch (lib/runtime/torch_compat.h wraps their C++ differences):
 #   Debian's libtorch-dev 1.13 (CPU only), the default; or
 #   the LibTorch inside the PyTorch wheel (2.x, CUDA), installed by tools/setup-libtorch2.sh into .venv-torch2 and
 #   chosen with -DCMAKE_PREFIX_PATH="<site-packages>/torch/share/cmake;<site-packages>/torch".

@@ -134,7 +134,7 @@ void export_hf_marian(const std::string& checkpoint, const std::string& out) {
     }
   }
 
-  const bool bos_start = model->start_id() == models::kBosId;
+  const bool bos_start = model->start_id() == parla::kBosId;
   const auto src_pieces = pieces_of(src_vocab, bos_start), tgt_pieces = pieces_of(tgt_vocab, bos_start);
   const bool separate_vocabs = src_pieces != tgt_pieces || meta.src_spm != meta.tgt_spm;
   const int max_positions = std::max(cfg.max_positions, 1024);
@@ -160,18 +160,18 @@ void export_hf_marian(const std::string& checkpoint, const std::string& out) {
       {"scale_embedding", cfg.scale_embeddings},
       {"share_encoder_decoder_embeddings", cfg.share_embeddings},
       {"tie_word_embeddings", cfg.tie_output},
-      {"pad_token_id", models::kPadId},
-      {"eos_token_id", models::kEosId},
-      {"forced_eos_token_id", models::kEosId},
+      {"pad_token_id", parla::kPadId},
+      {"eos_token_id", parla::kEosId},
+      {"forced_eos_token_id", parla::kEosId},
       {"decoder_start_token_id", model->start_id()},
       {"is_encoder_decoder", true},
       {"use_cache", true}};
-  nlohmann::json bad_words = nlohmann::json::array({nlohmann::json::array({models::kPadId})});
-  if (bos_start) bad_words.push_back(nlohmann::json::array({models::kBosId}));
+  nlohmann::json bad_words = nlohmann::json::array({nlohmann::json::array({parla::kPadId})});
+  if (bos_start) bad_words.push_back(nlohmann::json::array({parla::kBosId}));
   nlohmann::json generation = {{"decoder_start_token_id", model->start_id()},
-                               {"eos_token_id", models::kEosId},
-                               {"forced_eos_token_id", models::kEosId},
-                               {"pad_token_id", models::kPadId},
+                               {"eos_token_id", parla::kEosId},
+                               {"forced_eos_token_id", parla::kEosId},
+                               {"pad_token_id", parla::kPadId},
                                {"bad_words_ids", bad_words},
                                {"max_length", max_positions}};
   nlohmann::json tokenizer = {{"tokenizer_class", "MarianTokenizer"}, {"separate_vocabs", separate_vocabs},

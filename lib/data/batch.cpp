@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
-#include "models/seq2seq.h"
+#include "text/special_ids.h"
 
 namespace parla::data {
 
@@ -31,14 +31,14 @@ torch::Tensor collate_source(const TokenDataset& src, const std::vector<int64_t>
     check_id(src, id);
     max_len = std::max(max_len, src.length(static_cast<size_t>(id)) + 1);
   }
-  auto out = torch::full({static_cast<int64_t>(ids.size()), static_cast<int64_t>(max_len)}, models::kPadId,
+  auto out = torch::full({static_cast<int64_t>(ids.size()), static_cast<int64_t>(max_len)}, parla::kPadId,
                          torch::kLong);
   int64_t* p = out.data_ptr<int64_t>();
   for (size_t r = 0; r < ids.size(); ++r) {
     size_t n = src.length(static_cast<size_t>(ids[r]));
     int64_t* row = p + r * max_len;
     src.copy_to(static_cast<size_t>(ids[r]), row);
-    row[n] = models::kEosId;
+    row[n] = parla::kEosId;
   }
   return out;
 }
@@ -52,8 +52,8 @@ Batch collate_parallel(const ParallelSplit& split, const std::vector<int64_t>& i
     max_t = std::max(max_t, split.tgt.length(static_cast<size_t>(id)) + 1);
   }
   const int64_t n = static_cast<int64_t>(ids.size()), t = static_cast<int64_t>(max_t);
-  b.tgt_in = torch::full({n, t}, models::kPadId, torch::kLong);
-  b.tgt_out = torch::full({n, t}, models::kPadId, torch::kLong);
+  b.tgt_in = torch::full({n, t}, parla::kPadId, torch::kLong);
+  b.tgt_out = torch::full({n, t}, parla::kPadId, torch::kLong);
   int64_t* in = b.tgt_in.data_ptr<int64_t>();
   int64_t* out = b.tgt_out.data_ptr<int64_t>();
   for (int64_t r = 0; r < n; ++r) {
@@ -63,7 +63,7 @@ Batch collate_parallel(const ParallelSplit& split, const std::vector<int64_t>& i
     split.tgt.copy_to(static_cast<size_t>(ids[r]), row_out);
     row_in[0] = start_id;
     std::copy(row_out, row_out + len, row_in + 1);
-    row_out[len] = models::kEosId;
+    row_out[len] = parla::kEosId;
     b.src_tokens += static_cast<int64_t>(split.src.length(static_cast<size_t>(ids[r]))) + 1;
     b.tgt_tokens += static_cast<int64_t>(len) + 1;
   }

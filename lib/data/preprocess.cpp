@@ -181,8 +181,8 @@ void encode_pairs(const std::string& src_path, const std::string& tgt_path, cons
       if (!out) continue;
       out->src->add(src_ids[i]);
       out->tgt->add(tgt_ids[i]);
-      out->src_unk += std::count(src_ids[i].begin(), src_ids[i].end(), text::kUnkId);
-      out->tgt_unk += std::count(tgt_ids[i].begin(), tgt_ids[i].end(), text::kUnkId);
+      out->src_unk += std::count(src_ids[i].begin(), src_ids[i].end(), parla::kUnkId);
+      out->tgt_unk += std::count(tgt_ids[i].begin(), tgt_ids[i].end(), parla::kUnkId);
     }
     progress.advance(n);
   }
@@ -512,8 +512,8 @@ DatasetVocabs build_vocabs(const Config& cfg, const std::optional<ExistingVocab>
                                {"tgt_model", tgt_model},
                                {"src_size", src_vocab.size()},
                                {"tgt_size", tgt_vocab.size()},
-                               {"special_ids", {{"pad", text::kPadId}, {"unk", text::kUnkId}, {"bos", text::kBosId},
-                                                {"eos", text::kEosId}}}};
+                               {"special_ids", {{"pad", parla::kPadId}, {"unk", parla::kUnkId}, {"bos", parla::kBosId},
+                                                {"eos", parla::kEosId}}}};
   if (existing) vocab_meta["from_checkpoint"] = fs::absolute(existing->origin).string();
   if (!src_vocab.pieces().empty()) vocab_meta["src_pieces"] = src_name + ".pieces.json";
   if (!tgt_vocab.pieces().empty()) vocab_meta["tgt_pieces"] = tgt_name + ".pieces.json";

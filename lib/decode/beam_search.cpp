@@ -106,7 +106,7 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
       const int64_t beam = cand[j].index / V, token = cand[j].index % V;
       const int64_t parent = a * K + beam;
       const Live& p = rows_[parent];
-      if (token == models::kEosId) {
+      if (token == parla::kEosId) {
         if (j >= K) continue;
         Hypothesis h;
         h.tokens = p.tokens;
@@ -153,7 +153,7 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
         next_rows.push_back(std::move(live[k]));
       } else {  // fewer live candidates than the beam (tiny vocabularies): a dead row
         reorder.push_back(a * K);
-        next_prev.push_back(models::kEosId);
+        next_prev.push_back(parla::kEosId);
         Live dead;
         dead.log_prob = ninf;
         next_rows.push_back(std::move(dead));

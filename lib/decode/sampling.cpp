@@ -5,7 +5,7 @@
 
 #include <torch/torch.h>
 
-#include "core/torch_compat.h"
+#include "runtime/torch_compat.h"
 #include "decode/single_path_search.h"
 
 namespace parla::decode {

@@ -50,7 +50,7 @@ std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const tor
       // Same float arithmetic as beam search (running score + step log-prob), so beam 1 matches greedy exactly.
       h.log_prob = h.log_prob + v;
       if (o.attention) h.attention.push_back(attention_row(attention, r, src_len[active[r]] + 1));
-      if (tok[r] == models::kEosId) {
+      if (tok[r] == parla::kEosId) {
         h.score = normalized_score(h.log_prob, static_cast<int64_t>(h.tokens.size()) + 1, o.length_penalty);
         out[active[r]].push_back(std::move(h));
         continue;

@@ -9,7 +9,7 @@
 namespace parla::decode {
 
 std::vector<int64_t> source_lengths(const torch::Tensor& src) {
-  auto counts = src.ne(models::kPadId).sum(1).to(torch::kCPU, torch::kLong).contiguous();
+  auto counts = src.ne(parla::kPadId).sum(1).to(torch::kCPU, torch::kLong).contiguous();
   std::vector<int64_t> out(counts.data_ptr<int64_t>(), counts.data_ptr<int64_t>() + counts.numel());
   for (auto& n : out) n = std::max<int64_t>(0, n - 1);
   return out;
@@ -26,20 +26,20 @@ void apply_constraints(torch::Tensor& logp, const std::vector<int64_t>& forced, 
   torch::Tensor rows, eos;
   if (!forced.empty()) {
     rows = torch::tensor(forced, torch::kLong).to(logp.device());
-    eos = logp.select(1, models::kEosId).index_select(0, rows).clone();
+    eos = logp.select(1, parla::kEosId).index_select(0, rows).clone();
   }
-  logp.index_put_({Slice(), models::kPadId}, ninf);
+  logp.index_put_({Slice(), parla::kPadId}, ninf);
   logp.index_put_({Slice(), start_id}, ninf);
   if (all_short)
-    logp.index_put_({Slice(), models::kEosId}, ninf);
+    logp.index_put_({Slice(), parla::kEosId}, ninf);
   else if (!short_rows.empty())
-    logp.index_put_({torch::tensor(short_rows, torch::kLong).to(logp.device()), models::kEosId}, ninf);
+    logp.index_put_({torch::tensor(short_rows, torch::kLong).to(logp.device()), parla::kEosId}, ninf);
   if (!forced.empty()) {
     // The maximum length wins over the minimum. EOS keeps its log-probability so that a forced ending is
     // scored honestly (0 if the model gave it none, so the hypothesis still exists).
     logp.index_fill_(0, rows, ninf);
     eos = torch::where(torch::isfinite(eos), eos, torch::zeros_like(eos));
-    logp.index_put_({rows, torch::full_like(rows, models::kEosId)}, eos);
+    logp.index_put_({rows, torch::full_like(rows, parla::kEosId)}, eos);
   }
 }
 

@@ -2,7 +2,7 @@
 
 #include <torch/torch.h>
 
-#include "core/runtime_device.h"
+#include "runtime/runtime_device.h"
 #include "decode/source_batch.h"
 
 namespace parla::decode {

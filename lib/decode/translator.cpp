@@ -12,7 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
-#include "core/runtime_device.h"
+#include "runtime/runtime_device.h"
 #include "data/output_file.h"
 #include "decode/ensemble.h"
 #include "decode/input_sanitizer.h"
@@ -22,7 +22,7 @@
 #include "decode/source_batch.h"
 #include "models/checkpoint.h"
 #include "models/int8_quantization.h"
-#include "nn/int8_gemm.h"
+#include "kernels/int8_gemm.h"
 
 namespace parla::decode {
 namespace {
@@ -97,7 +97,7 @@ Translator Translator::load(const std::vector<std::string>& checkpoints, const D
     const bool int8 = cfg.precision == Precision::kInt8 || !loaded.meta.int8.empty();
     spdlog::info("loaded {} ({} model{})", path,
                  loaded.meta.config.value("model", nlohmann::json::object()).value("type", std::string("?")),
-                 int8 ? ", int8 on " + nn::int8::activation_code().isa : std::string());
+                 int8 ? ", int8 on " + kernels::int8::activation_code().isa : std::string());
     members.push_back(std::move(loaded.model));
   }
   std::shared_ptr<models::Seq2SeqModel> model;

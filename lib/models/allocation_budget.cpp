@@ -5,7 +5,7 @@
 
 #include <c10/core/CPUAllocator.h>
 
-#include "core/torch_compat.h"
+#include "runtime/torch_compat.h"
 
 namespace parla::models {
 

@@ -7,13 +7,9 @@
 #include <torch/nn/module.h>
 #include <torch/types.h>
 
-namespace parla::models {
+#include "text/special_ids.h"
 
-// Fixed special ids shared by the whole toolkit (SentencePiece models are trained with these).
-inline constexpr int64_t kPadId = 0;
-inline constexpr int64_t kUnkId = 1;
-inline constexpr int64_t kBosId = 2;
-inline constexpr int64_t kEosId = 3;
+namespace parla::models {
 
 // Everything a decoder step needs besides the previous token: the encoder output and source padding mask,
 // cached cross-attention keys/values, the self-attention key/value cache (Transformer) or the hidden state and

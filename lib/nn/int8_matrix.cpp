@@ -5,7 +5,7 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
-#include "nn/int8_gemm.h"
+#include "kernels/int8_gemm.h"
 
 namespace parla::nn {
 
@@ -14,10 +14,10 @@ Int8Matrix Int8Matrix::from(torch::Tensor values, torch::Tensor scales) {
   m.values = values.to(torch::kCPU, torch::kChar).contiguous();
   m.scales = scales.to(torch::kCPU, torch::kFloat).contiguous();
   m.column_sums = m.values.sum(1, false, torch::kInt).contiguous();
-  if (!int8::int8_pays() || m.rows() == 0 || m.cols() == 0)
+  if (!kernels::int8::int8_pays() || m.rows() == 0 || m.cols() == 0)
     m.fallback = m.dequantized();
   else
-    m.packed = int8::pack_weights(m.values.data_ptr<int8_t>(), m.rows(), m.cols());
+    m.packed = kernels::int8::pack_weights(m.values.data_ptr<int8_t>(), m.rows(), m.cols());
   return m;
 }
 
@@ -48,7 +48,7 @@ torch::Tensor int8_linear(const torch::Tensor& x, const Int8Matrix& m, const tor
   const int64_t k = m.cols(), n = m.rows();
   auto xf = x.to(torch::kFloat).reshape({-1, k}).contiguous();
   const int64_t rows = xf.size(0);
-  const auto& code = int8::activation_code();
+  const auto& code = kernels::int8::activation_code();
   auto q = torch::empty({rows, k}, torch::kByte);
   auto row_scale = torch::empty({rows}, torch::kFloat);
   auto y = torch::empty({rows, n}, torch::kFloat);  // the int32 accumulators first, then the result in place
@@ -58,14 +58,14 @@ torch::Tensor int8_linear(const torch::Tensor& x, const Int8Matrix& m, const tor
   uint8_t* qp = q.data_ptr<uint8_t>();
   float* sp = row_scale.data_ptr<float>();
   at::parallel_for(0, rows, std::max<int64_t>(1, 32768 / k), [&](int64_t begin, int64_t end) {
-    int8::quantize_activations(xp + begin * k, end - begin, k, code, qp + begin * k, sp + begin);
+    kernels::int8::quantize_activations(xp + begin * k, end - begin, k, code, qp + begin * k, sp + begin);
   });
   float* yp = y.data_ptr<float>();
-  int8::gemm_u8s8s32(rows, qp, *m.packed, reinterpret_cast<int32_t*>(yp));
+  kernels::int8::gemm_u8s8s32(rows, qp, *m.packed, reinterpret_cast<int32_t*>(yp));
   torch::Tensor b = bias.defined() ? bias.to(torch::kFloat).contiguous() : torch::Tensor();
   const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
   at::parallel_for(0, rows, std::max<int64_t>(1, 32768 / n), [&](int64_t begin, int64_t end) {
-    int8::dequantize(yp + begin * n, end - begin, n, code.offset, m.column_sums.data_ptr<int32_t>(), sp + begin,
+    kernels::int8::dequantize(yp + begin * n, end - begin, n, code.offset, m.column_sums.data_ptr<int32_t>(), sp + begin,
                      m.scales.data_ptr<float>(), bp);
   });
   auto shape = x.sizes().vec();

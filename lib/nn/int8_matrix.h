@@ -1,13 +1,13 @@
 #pragma once
 // A weight matrix in int8 (symmetric, one scale per output channel) and the product with float activations that
-// are quantized per row at run time (nn/int8_gemm.h). Used by nn::Linear and nn::Embedding once a model is
+// are quantized per row at run time (kernels/int8_gemm.h). Used by nn::Linear and nn::Embedding once a model is
 // quantized for decoding (decoding.precision = int8); the same matrix serves as input embedding and, tied, as the
 // output projection.
 #include <memory>
 
 #include <torch/types.h>
 
-#include "nn/int8_gemm.h"
+#include "kernels/int8_gemm.h"
 
 namespace parla::nn {
 
@@ -15,8 +15,8 @@ struct Int8Matrix {
   torch::Tensor values;       // int8 [n, k], |v| <= 127
   torch::Tensor scales;       // float [n]: row i of the float matrix is about values[i] * scales[i]
   torch::Tensor column_sums;  // int32 [n]: sum of values[i] (the activation offset is removed with it)
-  torch::Tensor fallback;     // float [n, k] dequantized, only on CPUs where int8 does not pay (nn/int8_gemm.h)
-  std::shared_ptr<const int8::PackedWeights> packed;  // values in the product's own layout (else null)
+  torch::Tensor fallback;     // float [n, k] dequantized, only on CPUs where int8 does not pay (kernels/int8_gemm.h)
+  std::shared_ptr<const kernels::int8::PackedWeights> packed;  // values in the product's own layout (else null)
 
   // w float [n, k]: scales[i] = max_j |w[i, j]| / 127 (1 for a zero row), values = round(w / scale).
   static Int8Matrix quantize(const torch::Tensor& w);

@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "core/torch_compat.h"
+#include "runtime/torch_compat.h"
 #include "nn/masked_softmax.h"
 
 namespace parla::nn {

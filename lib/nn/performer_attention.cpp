@@ -10,7 +10,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "core/torch_compat.h"
+#include "runtime/torch_compat.h"
 #include "nn/self_attention_cache.h"
 
 namespace parla::nn {

@@ -11,12 +11,9 @@
 #include <string>
 #include <vector>
 
-namespace parla::text {
+#include "text/special_ids.h"
 
-inline constexpr int kPadId = 0;
-inline constexpr int kUnkId = 1;
-inline constexpr int kBosId = 2;
-inline constexpr int kEosId = 3;
+namespace parla::text {
 
 class SentencePieceVocab {
  public:

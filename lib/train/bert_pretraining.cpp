@@ -7,7 +7,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "core/runtime_device.h"
+#include "runtime/runtime_device.h"
 #include "models/bert_masking.h"
 #include "models/factory.h"
 #include "train/validator.h"
@@ -53,14 +53,14 @@ BertPretrainingTask::BertPretrainingTask(const Config& cfg, const data::DatasetI
   max_len_ = std::min<int64_t>(cfg.training.bert_max_len, cfg.model.max_positions);
   // SentencePiece numbers user-defined symbols right after the four special ids, in the order given, so the
   // dataset's recorded vocab config tells the id of "<mask>" without loading the model.
-  int64_t mask = models::kUnkId;
+  int64_t mask = parla::kUnkId;
   auto symbols = info.meta.value("/config/vocab/user_defined_symbols"_json_pointer, nlohmann::json::array());
   for (size_t i = 0; i < symbols.size(); ++i)
     if (symbols[i] == "<mask>") mask = 4 + static_cast<int64_t>(i);
   masking_.vocab_size = info.src_vocab_size;
   masking_.mask_id = mask;
   masking_.mask_prob = cfg.training.mlm_prob;
-  if (mask == models::kUnkId)
+  if (mask == parla::kUnkId)
     spdlog::info("BERT: the vocabulary has no \"<mask>\" piece; <unk> serves as [MASK]");
   rng_.seed(static_cast<uint64_t>(cfg.runtime.seed) * 0x9e3779b97f4a7c15ULL + 1);
 
@@ -99,15 +99,15 @@ data::Batch BertPretrainingTask::collate(const data::TokenDataset& d, const std:
     auto a = d.get(static_cast<size_t>(p.a)), b = d.get(static_cast<size_t>(p.b));
     auto [la, lb] = truncated(static_cast<int64_t>(a.size()), static_cast<int64_t>(b.size()), max_len_ - 3);
     auto& row = rows[r];
-    row.push_back(models::kBosId);
+    row.push_back(parla::kBosId);
     row.insert(row.end(), a.begin(), a.begin() + la);
-    row.push_back(models::kEosId);
+    row.push_back(parla::kEosId);
     first_len[r] = static_cast<int64_t>(row.size());
     row.insert(row.end(), b.begin(), b.begin() + lb);
-    row.push_back(models::kEosId);
+    row.push_back(parla::kEosId);
     longest = std::max<int64_t>(longest, static_cast<int64_t>(row.size()));
   }
-  auto tokens = torch::full({n, longest}, models::kPadId, torch::kLong);
+  auto tokens = torch::full({n, longest}, parla::kPadId, torch::kLong);
   auto segments = torch::zeros({n, longest}, torch::kLong);
   auto nsp = torch::zeros({n}, torch::kLong);
   data::Batch batch;

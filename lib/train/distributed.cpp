@@ -22,8 +22,8 @@
 #endif
 
 #include "core/error.h"
-#include "core/runtime_device.h"
-#include "core/torch_compat.h"
+#include "runtime/runtime_device.h"
+#include "runtime/torch_compat.h"
 
 namespace parla::train {
 

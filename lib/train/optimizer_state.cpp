@@ -3,7 +3,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "core/torch_compat.h"
+#include "runtime/torch_compat.h"
 
 namespace parla::train {
 

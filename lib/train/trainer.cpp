@@ -12,7 +12,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
-#include "core/runtime_device.h"
+#include "runtime/runtime_device.h"
 #include "data/batch_sampler.h"
 #include "data/output_file.h"
 #include "data/token_dataset.h"

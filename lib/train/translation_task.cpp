@@ -6,7 +6,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "core/runtime_device.h"
+#include "runtime/runtime_device.h"
 #include "models/bert.h"
 #include "models/checkpoint.h"
 #include "models/factory.h"
@@ -64,7 +64,7 @@ data::Batch TranslationTask::train_batch(const std::vector<int64_t>& ids, int64_
 
 LossTerms TranslationTask::loss(const data::Batch& batch) {
   auto logits = model_->forward(batch.src, batch.tgt_in);
-  auto l = label_smoothed_cross_entropy(logits, batch.tgt_out, cfg_.training.label_smoothing, models::kPadId);
+  auto l = label_smoothed_cross_entropy(logits, batch.tgt_out, cfg_.training.label_smoothing, parla::kPadId);
   LossTerms t;
   t.sums.push_back(l.loss);
   t.nll = l.nll;

@@ -8,7 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
-#include "core/runtime_device.h"
+#include "runtime/runtime_device.h"
 #include "models/seq2seq.h"
 #include "train/shutdown_signal.h"
 
@@ -18,7 +18,7 @@ data::Batch batch_rows(const data::Batch& b, int64_t start, int64_t n) {
   auto rows = [&](const torch::Tensor& x) { return x.defined() ? x.narrow(0, start, n).contiguous() : x; };
   // Width of the longest row: the last column holding a non-pad token in any row (padding is at the end).
   auto width = [](const torch::Tensor& x) {
-    auto used = x.ne(models::kPadId).any(0).nonzero();
+    auto used = x.ne(parla::kPadId).any(0).nonzero();
     return used.numel() > 0 ? used.max().item<int64_t>() + 1 : x.size(1);
   };
   data::Batch o;
@@ -33,13 +33,13 @@ data::Batch batch_rows(const data::Batch& b, int64_t start, int64_t n) {
     const int64_t s = width(o.src);
     for (auto* x : {&o.src, &o.segments, &o.mlm_labels})
       if (x->defined()) *x = x->narrow(1, 0, s).contiguous();
-    o.src_tokens = o.src.ne(models::kPadId).sum().item<int64_t>();
+    o.src_tokens = o.src.ne(parla::kPadId).sum().item<int64_t>();
   }
   if (o.tgt_out.defined() && o.tgt_out.dim() == 2) {
     const int64_t t = std::max(width(o.tgt_in), width(o.tgt_out));
     o.tgt_in = o.tgt_in.narrow(1, 0, t).contiguous();
     o.tgt_out = o.tgt_out.narrow(1, 0, t).contiguous();
-    o.tgt_tokens = o.tgt_out.ne(models::kPadId).sum().item<int64_t>();
+    o.tgt_tokens = o.tgt_out.ne(parla::kPadId).sum().item<int64_t>();
   }
   return o;
 }

@@ -8,7 +8,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "core/runtime_device.h"
+#include "runtime/runtime_device.h"
 #include "decode/search.h"
 #include "metrics/bleu.h"
 

@@ -78,8 +78,8 @@ double sequence_logprob(parla::models::LoadedSeq2Seq& m, const std::string& ckpt
   auto sv = parla::models::source_vocab(m.meta, ckpt), tv = parla::models::target_vocab(m.meta, ckpt);
   auto s = sv.encode(source), t = tv.encode(target);
   std::vector<int64_t> src(s.begin(), s.end()), out(t.begin(), t.end());
-  src.push_back(parla::models::kEosId);
-  out.push_back(parla::models::kEosId);
+  src.push_back(parla::kEosId);
+  out.push_back(parla::kEosId);
   std::vector<int64_t> in = {m.model->start_id()};
   in.insert(in.end(), out.begin(), out.end() - 1);
   torch::NoGradGuard g;
@@ -232,10 +232,10 @@ TEST_CASE("a pre-norm model (gelu, a logit bias, separate vocabularies) exports 
     const auto theirs = nlohmann::json::parse(line).get<std::vector<double>>();
     auto src_ids = src_vocab.encode(s);
     std::vector<int64_t> src(src_ids.begin(), src_ids.end());
-    src.push_back(parla::models::kEosId);
+    src.push_back(parla::kEosId);
     auto tgt_ids = tgt_vocab.encode(t);
     std::vector<int64_t> tgt(tgt_ids.begin(), tgt_ids.end());
-    tgt.push_back(parla::models::kEosId);
+    tgt.push_back(parla::kEosId);
     std::vector<int64_t> tgt_in = {loaded.model->start_id()};
     tgt_in.insert(tgt_in.end(), tgt.begin(), tgt.end() - 1);
     auto logp = torch::log_softmax(loaded.model->forward(torch::tensor(src).view({1, -1}),

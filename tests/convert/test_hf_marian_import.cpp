@@ -71,7 +71,7 @@ void check_against_transformers(const Fixture& f, const std::string& checkpoint,
   auto src_map = id_map(f.dir + "/vocab.json", loaded.meta.src_pieces);
   auto tgt_map = id_map(f.dir + (separate ? "/target_vocab.json" : "/vocab.json"), loaded.meta.tgt_pieces);
   auto& model = *loaded.model;
-  CHECK(model.start_id() == parla::models::kPadId);
+  CHECK(model.start_id() == parla::kPadId);
   torch::NoGradGuard g;
   int cases = 0;
   for (const auto& c : f.reference["cases"]) {
@@ -80,7 +80,7 @@ void check_against_transformers(const Fixture& f, const std::string& checkpoint,
     // Tokenization: the same pieces, language token included, then </s>.
     auto ids = src_vocab.encode(source);
     std::vector<int64_t> src(ids.begin(), ids.end());
-    src.push_back(parla::models::kEosId);
+    src.push_back(parla::kEosId);
     CHECK(src == mapped(c["src_ids"], src_map));
     auto src_t = torch::tensor(src, torch::kLong).view({1, -1});
 
@@ -102,7 +102,7 @@ void check_against_transformers(const Fixture& f, const std::string& checkpoint,
     o.max_length_offset = 19;
     o.length_penalty = 0;
     auto greedy = parla::decode::search(model, src_t, o)[0][0].tokens;
-    greedy.push_back(parla::models::kEosId);
+    greedy.push_back(parla::kEosId);
     CHECK(greedy == mapped(c["greedy_ids"], tgt_map));
 
     // Beam 4 ranked by log-probability (length penalty 0 on both sides), compared on the log-probability of whole
@@ -122,14 +122,14 @@ void check_against_transformers(const Fixture& f, const std::string& checkpoint,
       }
     CHECK(beam[0].log_prob >= hf_best - 1e-4);
     auto best = beam[0].tokens;
-    best.push_back(parla::models::kEosId);
+    best.push_back(parla::kEosId);
     if (best == hf_best_ids) CHECK(std::abs(beam[0].log_prob - hf_best) < 1e-4);
     // Every hypothesis's score is the log-probability of its tokens.
     for (const auto& h : beam) {
       std::vector<int64_t> in = {model.start_id()};
       in.insert(in.end(), h.tokens.begin(), h.tokens.end());
       std::vector<int64_t> out = h.tokens;
-      out.push_back(parla::models::kEosId);
+      out.push_back(parla::kEosId);
       auto lp = torch::log_softmax(model.forward(src_t, torch::tensor(in, torch::kLong).view({1, -1})).to(torch::kDouble), -1)[0];
       double sum = 0;
       for (size_t t = 0; t < out.size(); ++t) sum += lp[static_cast<int64_t>(t)][out[t]].item<double>();

@@ -49,15 +49,15 @@ std::vector<Scored> enumerate(const std::vector<int64_t>& source, int64_t vocab,
                               int64_t max_len, int64_t min_len, double alpha) {
   std::vector<Scored> all;
   std::vector<int64_t> prefix, src = source;
-  src.push_back(models::kEosId);  // the model sees the source with its EOS
+  src.push_back(parla::kEosId);  // the model sees the source with its EOS
   std::function<void(double)> rec = [&](double logp) {
     auto lp = toy_log_probs(src, prefix, vocab, seed, bias);
     int64_t len = static_cast<int64_t>(prefix.size());
     if (len >= min_len || len >= max_len)
-      all.push_back({prefix, (logp + lp[models::kEosId]) / length_penalty(len + 1, alpha)});
+      all.push_back({prefix, (logp + lp[parla::kEosId]) / length_penalty(len + 1, alpha)});
     if (len >= max_len) return;
     for (int64_t v = 0; v < vocab; ++v) {
-      if (v == models::kPadId || v == models::kBosId || v == models::kEosId) continue;
+      if (v == parla::kPadId || v == parla::kBosId || v == parla::kEosId) continue;
       prefix.push_back(v);
       rec(logp + lp[v]);
       prefix.pop_back();
@@ -94,14 +94,14 @@ TEST_CASE("greedy search picks the argmax token at every step", "[greedy]") {
   std::vector<int64_t> prefix;
   double logp = 0;
   for (int guard = 0; guard < 100; ++guard) {
-    auto lp = toy_log_probs({4, 5, 6, models::kEosId}, prefix, 30, 5, 0.4);
+    auto lp = toy_log_probs({4, 5, 6, parla::kEosId}, prefix, 30, 5, 0.4);
     int64_t best = -1;
     for (int64_t v = 0; v < 30; ++v) {
-      if (v == models::kPadId || v == models::kBosId) continue;
+      if (v == parla::kPadId || v == parla::kBosId) continue;
       if (best < 0 || lp[v] > lp[best]) best = v;
     }
     logp += lp[best];
-    if (best == models::kEosId) break;
+    if (best == parla::kEosId) break;
     prefix.push_back(best);
   }
   CHECK(out[0][0].tokens == prefix);

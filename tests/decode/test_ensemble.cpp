@@ -35,10 +35,10 @@ TEST_CASE("an ensemble's step is the mean of its members' log-probabilities", "[
   Ensemble ens({m1, m2});
   auto src = make_source({{4, 5}});
   auto s = ens.start(src);
-  auto prev = torch::full({1}, models::kBosId, torch::kLong);
+  auto prev = torch::full({1}, parla::kBosId, torch::kLong);
   auto got = ens.step(prev, *s, nullptr);
-  auto l1 = toy_log_probs({4, 5, models::kEosId}, {}, 12, 1, 0.3);
-  auto l2 = toy_log_probs({4, 5, models::kEosId}, {}, 12, 2, 0.3);
+  auto l1 = toy_log_probs({4, 5, parla::kEosId}, {}, 12, 1, 0.3);
+  auto l2 = toy_log_probs({4, 5, parla::kEosId}, {}, 12, 2, 0.3);
   for (int64_t v = 0; v < 12; ++v) CHECK(got[0][v].item<float>() == Approx((l1[v] + l2[v]) / 2).epsilon(1e-6));
   CHECK(ens.max_positions() == INT64_MAX);
 }

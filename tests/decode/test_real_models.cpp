@@ -96,15 +96,15 @@ TEST_CASE("real models: cached greedy decoding equals re-running the full prefix
     torch::NoGradGuard g;
     for (size_t i = 0; i < sources.size(); ++i) {
       auto src = make_source({sources[i]});
-      std::vector<int64_t> prefix{models::kBosId};
+      std::vector<int64_t> prefix{parla::kBosId};
       const size_t limit = static_cast<size_t>(1.5 * static_cast<double>(sources[i].size()) + 3);
       for (size_t t = 0; t <= limit; ++t) {
         auto logits = model->forward(src, torch::tensor(prefix, torch::kLong).unsqueeze(0));
         auto logp = torch::log_softmax(logits[0][-1], -1);
-        logp[models::kPadId] = -INFINITY;
-        logp[models::kBosId] = -INFINITY;
-        int64_t tok = t == limit ? models::kEosId : logp.argmax().item<int64_t>();
-        if (tok == models::kEosId) break;
+        logp[parla::kPadId] = -INFINITY;
+        logp[parla::kBosId] = -INFINITY;
+        int64_t tok = t == limit ? parla::kEosId : logp.argmax().item<int64_t>();
+        if (tok == parla::kEosId) break;
         prefix.push_back(tok);
       }
       CHECK(std::vector<int64_t>(prefix.begin() + 1, prefix.end()) == cached[i][0].tokens);

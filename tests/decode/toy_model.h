@@ -20,7 +20,7 @@ inline std::vector<int64_t> row_tokens(const torch::Tensor& src, int64_t r) {
   std::vector<int64_t> out;
   auto row = src[r].contiguous();
   for (int64_t i = 0; i < row.numel(); ++i)
-    if (row[i].item<int64_t>() != models::kPadId) out.push_back(row[i].item<int64_t>());
+    if (row[i].item<int64_t>() != parla::kPadId) out.push_back(row[i].item<int64_t>());
   return out;
 }
 
@@ -43,7 +43,7 @@ inline std::vector<double> toy_log_probs(const std::vector<int64_t>& source, con
     uint64_t x = mix(h, static_cast<uint64_t>(v) + 7);
     logits[v] = 4.0 * (static_cast<double>(x % 1000003) / 1000003.0) - 2.0;
   }
-  logits[models::kEosId] += eos_bias * static_cast<double>(prefix.size());
+  logits[parla::kEosId] += eos_bias * static_cast<double>(prefix.size());
   double mx = logits[0];
   for (double l : logits) mx = std::max(mx, l);
   double z = 0;
@@ -139,11 +139,11 @@ class ToyModel : public models::Seq2SeqModel {
 inline torch::Tensor make_source(const std::vector<std::vector<int64_t>>& rows) {
   size_t width = 1;
   for (auto& r : rows) width = std::max(width, r.size() + 1);
-  auto src = torch::full({static_cast<int64_t>(rows.size()), static_cast<int64_t>(width)}, models::kPadId,
+  auto src = torch::full({static_cast<int64_t>(rows.size()), static_cast<int64_t>(width)}, parla::kPadId,
                          torch::kLong);
   for (size_t i = 0; i < rows.size(); ++i) {
     for (size_t j = 0; j < rows[i].size(); ++j) src[i][j] = rows[i][j];
-    src[i][rows[i].size()] = models::kEosId;
+    src[i][rows[i].size()] = parla::kEosId;
   }
   return src;
 }

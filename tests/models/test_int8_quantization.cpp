@@ -13,7 +13,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
-#include "core/runtime_device.h"
+#include "runtime/runtime_device.h"
 #include "models/checkpoint.h"
 #include "models/factory.h"
 #include "models/int8_quantization.h"
@@ -24,6 +24,8 @@
 
 using namespace parla::models;
 using parla::testing::TempDir;
+using parla::kBosId;
+using parla::kEosId;
 
 namespace {
 

@@ -8,7 +8,7 @@
 #include "models/factory.h"
 #include "models/transformer.h"
 #include "models/tiny_config.h"
-#include "core/runtime_device.h"
+#include "runtime/runtime_device.h"
 #include "support/cuda.h"
 #include "support/tensors.h"
 

@@ -8,7 +8,7 @@
 
 #include <torch/torch.h>
 
-#include "core/torch_compat.h"
+#include "runtime/torch_compat.h"
 #include "nn/attention_masks.h"
 #include "nn/attention_scores.h"
 #include "nn/linear_attention.h"

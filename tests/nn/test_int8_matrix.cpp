@@ -1,4 +1,4 @@
-// int8 products (nn/int8_matrix.h, nn/int8_gemm.h) against references computed here in double precision: the error
+// int8 products (nn/int8_matrix.h, kernels/int8_gemm.h) against references computed here in double precision: the error
 // bound that follows from the two quantization steps, and the exact integer product for extreme values.
 #include <catch2/catch.hpp>
 
@@ -8,7 +8,7 @@
 
 #include <torch/torch.h>
 
-#include "nn/int8_gemm.h"
+#include "kernels/int8_gemm.h"
 #include "nn/int8_matrix.h"
 
 using parla::nn::Int8Matrix;
@@ -46,7 +46,7 @@ TEST_CASE("weights quantize per output channel: scale = max|w| / 127, each value
 }
 
 TEST_CASE("the int8 product is within the error bound that follows from the weight and activation scales", "[int8]") {
-  const auto& code = parla::nn::int8::activation_code();
+  const auto& code = parla::kernels::int8::activation_code();
   torch::manual_seed(2);
   for (auto [rows, n, k] : {std::tuple{1, 1, 1}, {3, 5, 7}, {17, 33, 65}, {64, 200, 256}, {5, 1000, 130}}) {
     auto x = torch::randn({rows, k}) * 2, w = torch::randn({n, k}) * 0.1, b = torch::randn({n});
@@ -76,7 +76,7 @@ TEST_CASE("the int8 product is within the error bound that follows from the weig
 }
 
 TEST_CASE("the int8 product sums exactly, with extreme values that would saturate 16-bit pair sums", "[int8]") {
-  const auto& code = parla::nn::int8::activation_code();
+  const auto& code = parla::kernels::int8::activation_code();
   // Every activation at +-max and every weight at +-127: the integer reference is computed here in 64 bits.
   for (int64_t k : {4, 64, 1027}) {
     auto x = torch::ones({6, k}) * 3.5, w = torch::ones({9, k}) * 0.25;
@@ -122,7 +122,7 @@ TEST_CASE("dequantized rows are the values times their scales", "[int8]") {
 }
 
 TEST_CASE("the activation code follows the instruction set oneDNN runs (ONEDNN_MAX_CPU_ISA lowers it)", "[int8]") {
-  const auto& code = parla::nn::int8::activation_code();
+  const auto& code = parla::kernels::int8::activation_code();
   const char* forced = std::getenv("ONEDNN_MAX_CPU_ISA");
   if (forced && std::string(forced) == "AVX2") {
     CHECK(code.isa == "avx2");

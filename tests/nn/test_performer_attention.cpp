@@ -13,7 +13,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "core/torch_compat.h"
+#include "runtime/torch_compat.h"
 #include "nn/performer_attention.h"
 #include "support/tensors.h"
 

@@ -62,7 +62,7 @@ TEST_CASE("decode(encode(line)) gives the cleaned line back, including character
   // Never seen in training: byte fallback keeps them; "…" and "²" survive the identity normalisation.
   for (std::string line : {"x\xC2\xB2 + y\xC2\xB2 \xE2\x80\xA6", "\xE6\xBC\xA2\xE5\xAD\x97 (kanji)", "A-Z 0-9 {}[]"}) {
     auto ids = v.encode(line);
-    for (int id : ids) CHECK(id != parla::text::kUnkId);
+    for (int id : ids) CHECK(id != parla::kUnkId);
     CHECK(v.decode(ids) == line);
   }
 }

@@ -47,7 +47,7 @@ TEST_CASE("training.dump_batches writes the batches trained on, which read back 
   REQUIRE(dumped.size() == 12);
   for (size_t i = 0; i < dumped.size(); ++i) {
     INFO("batch " << i);
-    auto b = parla::data::collate_parallel(split, plan[i], parla::models::kBosId);
+    auto b = parla::data::collate_parallel(split, plan[i], parla::kBosId);
     CHECK(dumped[i].batch == b.src.size(0));
     CHECK(dumped[i].src_len == b.src.size(1));
     CHECK(dumped[i].tgt_len == b.tgt_out.size(1));

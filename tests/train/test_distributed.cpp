@@ -186,9 +186,9 @@ struct Batch {
 // half holds longer targets than the second, so the two ranks' token counts differ and only normalising by the
 // global count (not averaging per-rank means) reproduces the single-process gradient.
 Batch full_batch() {
-  using parla::models::kBosId;
-  using parla::models::kEosId;
-  using parla::models::kPadId;
+  using parla::kBosId;
+  using parla::kEosId;
+  using parla::kPadId;
   auto gen = torch::make_generator<at::CPUGeneratorImpl>(1234);
   const int64_t rows = 8, S = 7, T = 8;
   auto src = torch::randint(4, 20, {rows, S}, gen, torch::kInt64);
@@ -218,14 +218,14 @@ constexpr int kSteps = 4;
 // runs would differ by lr however exact the all-reduce is. SGD keeps the comparison a comparison of gradients.
 void train_steps(parla::models::Seq2SeqModel& model, const Batch& b, DataParallel& dp) {
   torch::optim::SGD opt(model.parameters(), torch::optim::SGDOptions(0.5).momentum(0.9));
-  const auto tokens = static_cast<double>(b.tgt_out.ne(parla::models::kPadId).sum().item<int64_t>());
+  const auto tokens = static_cast<double>(b.tgt_out.ne(parla::kPadId).sum().item<int64_t>());
   for (int step = 0; step < kSteps; ++step) {
     opt.zero_grad();
     const double global_tokens = dp.all_reduce_sum(tokens);
     auto logits = model.forward(b.src, b.tgt_in);
     auto loss = torch::nn::functional::cross_entropy(
                     logits.reshape({-1, logits.size(-1)}), b.tgt_out.reshape({-1}),
-                    torch::nn::functional::CrossEntropyFuncOptions().ignore_index(parla::models::kPadId).reduction(
+                    torch::nn::functional::CrossEntropyFuncOptions().ignore_index(parla::kPadId).reduction(
                         torch::kSum)) /
                 global_tokens;
     loss.backward();

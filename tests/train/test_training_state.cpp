@@ -5,7 +5,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "core/torch_compat.h"
+#include "runtime/torch_compat.h"
 #include "support/archives.h"
 #include "support/cuda.h"
 #include "train/training_state.h"

@@ -1,6 +1,6 @@
 #pragma once
 // The number format of a model's arithmetic (decoding.precision, training.precision): the one place its names are
-// spelt. core/runtime_device.h maps it to a tensor type and says where each is supported.
+// spelt. runtime/runtime_device.h maps it to a tensor type and says where each is supported.
 #include "core/config/choice.h"
 
 namespace parla {

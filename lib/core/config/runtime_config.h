@@ -8,7 +8,7 @@ namespace parla {
 
 struct RuntimeConfig {
   int threads = 0;             // intra-op threads for LibTorch and the BLAS; 0 = all cores
-  std::string device = "cpu";  // cpu, cuda, cuda:N or auto (core/runtime_device.h resolves it)
+  std::string device = "cpu";  // cpu, cuda, cuda:N or auto (runtime/runtime_device.h resolves it)
   int64_t seed = 1;            // seeds every random choice: splits, shuffling, initialisation, dropout, sampling
 
   static const config::SectionSchema<RuntimeConfig>& schema();

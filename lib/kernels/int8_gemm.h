@@ -13,7 +13,7 @@
 #include <memory>
 #include <string>
 
-namespace parla::nn::int8 {
+namespace parla::kernels::int8 {
 
 // How activations are quantized on this CPU (the instruction set oneDNN dispatches to, which
 // ONEDNN_MAX_CPU_ISA=AVX2 can lower to measure the AVX2 path on any machine).
@@ -48,4 +48,4 @@ void gemm_u8s8s32(int64_t m, const uint8_t* a, const PackedWeights& b, int32_t* 
 void dequantize(void* buffer, int64_t m, int64_t n, int offset, const int32_t* column_sum, const float* row_scale,
                 const float* column_scale, const float* bias);
 
-}  // namespace parla::nn::int8
+}  // namespace parla::kernels::int8

@@ -1,7 +1,7 @@
 #pragma once
 // The only place that knows which LibTorch parla was compiled against: Debian's 1.13 (CPU only) or the 2.x inside
 // the PyTorch wheel (CUDA). Everything that differs between their C++ APIs is wrapped here; no other file tests
-// TORCH_VERSION_MAJOR. Torch-using code only (like core/runtime.cpp).
+// TORCH_VERSION_MAJOR. Torch-using code only (like runtime/runtime.cpp).
 #include <ATen/autocast_mode.h>
 #include <ATen/Context.h>
 #include <ATen/CPUGeneratorImpl.h>

@@ -1,11 +1,11 @@
-#include "core/runtime_device.h"
+#include "runtime/runtime_device.h"
 
 #include <c10/core/impl/DeviceGuardImplInterface.h>
 #include <c10/util/Exception.h>
 #include <torch/cuda.h>
 
 #include "core/error.h"
-#include "core/torch_compat.h"
+#include "runtime/torch_compat.h"
 
 namespace parla::runtime {
 

@@ -7,7 +7,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "core/runtime_device.h"
+#include "runtime/runtime_device.h"
 #include "support/cuda.h"
 
 using parla::ConfigError;

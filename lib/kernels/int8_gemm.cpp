@@ -1,4 +1,4 @@
-#include "nn/int8_gemm.h"
+#include "kernels/int8_gemm.h"
 
 #include <algorithm>
 #include <cmath>
@@ -12,7 +12,7 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
-namespace parla::nn::int8 {
+namespace parla::kernels::int8 {
 
 namespace {
 
@@ -168,4 +168,4 @@ void dequantize(void* buffer, int64_t m, int64_t n, int offset, const int32_t* c
   }
 }
 
-}  // namespace parla::nn::int8
+}  // namespace parla::kernels::int8

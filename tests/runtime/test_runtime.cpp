@@ -5,8 +5,8 @@
 
 #include <torch/torch.h>
 
-#include "core/runtime.h"
-#include "core/torch_compat.h"
+#include "runtime/runtime.h"
+#include "runtime/torch_compat.h"
 
 TEST_CASE("runtime: threads = N sets LibTorch's intra-op pool to N, and 0 means all cores") {
   parla::RuntimeConfig rc;

@@ -1,4 +1,4 @@
-#include "core/runtime.h"
+#include "runtime/runtime.h"
 
 #include <dlfcn.h>
 #include <unistd.h>
@@ -44,7 +44,7 @@ int apply(const RuntimeConfig& rc) {
                  "Install it: sudo apt-get install libopenblas0-pthread ***");
   }
   spdlog::debug("runtime: {} threads, BLAS: {}", threads, blas);
-  // runtime.device is resolved by runtime::resolve_device (core/runtime_device.h), the one place that decides.
+  // runtime.device is resolved by runtime::resolve_device (runtime/runtime_device.h), the one place that decides.
   return threads;
 }
 
