@@ -191,7 +191,7 @@ TEST_CASE("fp16 overflows skip updates without counting as bad steps, and an und
   auto data = parla::test::toy_dataset("fp16-overflow", 12);
   // A scale of 2^40 overflows fp16 (max 65504) in the backward pass: the scaler halves it until gradients fit.
   // That takes more consecutive overflows than max_bad_steps, which must not stop the run.
-  Config cfg = parla::test::toy_config(data, "fp16-overflow");
+  Config cfg = parla::test::toy_config(data, "fp16-overflow-run");
   cfg.runtime.device = "cuda";
   cfg.training.precision = parla::Precision::kFp16;
   cfg.training.max_steps = 10;

@@ -253,7 +253,7 @@ TEST_CASE("on a GPU, a run interrupted and resumed gives exactly the losses of a
 TEST_CASE("training with runtime.device cuda where no GPU is visible is a ConfigError naming the key") {
   if (torch::cuda::is_available()) return;  // covered by the [cuda] tests there
   auto data = parla::test::toy_dataset("no-gpu");
-  Config cfg = parla::test::toy_config(data, "no-gpu");
+  Config cfg = parla::test::toy_config(data, "no-gpu-run");
   cfg.training.max_steps = 1;
   cfg.runtime.device = "cuda";
   CHECK_THROWS_AS(Trainer(cfg, {}), parla::ConfigError);

@@ -5,6 +5,7 @@
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -58,6 +59,9 @@ inline std::string toy_dataset(const std::string& name, int vocab = 24, int trai
 inline Config toy_config(const std::string& data_dir, const std::string& save, const std::string& type = "transformer") {
   config::ConfigBuilder b;
   std::string save_dir = std::string(PARLA_TEST_TMP_DIR) + "/train/" + save;
+  // The folder is emptied next: a save name equal to the dataset's would delete the data it trains on.
+  if (std::filesystem::weakly_canonical(save_dir) == std::filesystem::weakly_canonical(data_dir))
+    throw std::logic_error("toy_config: save folder '" + save + "' is the dataset's folder");
   std::filesystem::remove_all(save_dir);
   b.merge(nlohmann::json::parse(R"({
     "model": {"d_model": 32, "ffn_dim": 64, "heads": 2, "encoder_layers": 1, "decoder_layers": 1,
