@@ -33,7 +33,7 @@ JOBS=$(nproc)
 log() { echo "gpu-check: $*" >&2; }
 
 # --- environment: Debian packages under /opt/deps when the machine has no apt ---
-if [ -d "$ROOT/.device/debs" ] && ! dpkg-query -W libspdlog-dev >/dev/null 2>&1; then
+if [ -d "$ROOT/.device/debs" ] && [ ! -f /usr/lib/x86_64-linux-gnu/cmake/dnnl/dnnl-config.cmake ]; then
   if [ ! -f /opt/deps/.unpacked ]; then
     mkdir -p /opt/deps
     for f in "$ROOT"/.device/debs/*.deb; do dpkg -x "$f" /opt/deps; done
@@ -42,8 +42,11 @@ if [ -d "$ROOT/.device/debs" ] && ! dpkg-query -W libspdlog-dev >/dev/null 2>&1;
   D=/opt/deps/usr
   export PATH="$D/bin:$PATH"
   export PKG_CONFIG_PATH="$D/lib/x86_64-linux-gnu/pkgconfig:$D/share/pkgconfig" PKG_CONFIG_SYSROOT_DIR=/opt/deps
-  export LD_LIBRARY_PATH="$D/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
-  export LIBRARY_PATH="$D/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
+  # Some Debian 12 packages (libbz2) still put their libraries under /lib.
+  # GPU_DEPS_LD=0 leaves the run-time search to the image (and to LD_PRELOAD) when its own copies must win.
+  [ "${GPU_DEPS_LD:-1}" = 0 ] ||
+    export LD_LIBRARY_PATH="$D/lib/x86_64-linux-gnu:/opt/deps/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  export LIBRARY_PATH="$D/lib/x86_64-linux-gnu:/opt/deps/lib/x86_64-linux-gnu${LIBRARY_PATH:+:$LIBRARY_PATH}"
   EXTRA_PREFIX=";$D"
 fi
 TORCH_PREFIX=$(python3 -W ignore -c 'import os, torch; print(torch.utils.cmake_prefix_path + ";" + os.path.dirname(torch.__file__))' 2>/dev/null) || true  # none on a CPU machine (dry runs with an existing build)
@@ -53,8 +56,9 @@ phase_build() {
   nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader || true
   python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda)'
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_PREFIX_PATH="$TORCH_PREFIX${EXTRA_PREFIX:-}" \
-    -DPARLA_SHARED_DIR="$SHARED"
-  time cmake --build "$BUILD" -j "$JOBS" -- -k "${KEEP_GOING:-1}"
+    -DPARLA_SHARED_DIR="$SHARED" ${GPU_CMAKE_ARGS:-}
+  # GPU_BUILD_TARGETS: a subset (space-separated) when a short lease has no time for the whole tree.
+  time cmake --build "$BUILD" -j "$JOBS" ${GPU_BUILD_TARGETS:+--target $GPU_BUILD_TARGETS} -- -k "${KEEP_GOING:-1}"
 }
 
 phase_test() {
