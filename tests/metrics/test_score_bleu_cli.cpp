@@ -287,7 +287,7 @@ TEST_CASE("a report that cannot be written to standard output exits 1 naming the
   auto hyp = tmp.write("hyp.txt", "the cat sat on a mat\na dog\n");
   const std::string cmd = parla::testing::shell_quote(std::string(PARLA_BIN_DIR) + "/" + kExe) + " " +
                           parla::testing::shell_quote(ref) + " -i " + parla::testing::shell_quote(hyp);
-  for (const std::string& mode : {"", " --sentence-level", " --stats", " -m chrf -f text"}) {
+  for (const char* mode : {"", " --sentence-level", " --stats", " -m chrf -f text"}) {
     INFO(mode);
     auto ok = run("/bin/bash", {"-c", cmd + mode});
     CHECK(ok.exit_code == 0);
