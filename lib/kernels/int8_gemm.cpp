@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -49,25 +50,36 @@ dnnl::memory::desc activations_desc(int64_t m, int64_t k) { return {{m, k}, dt::
 dnnl::memory::desc accumulators_desc(int64_t m, int64_t n) { return {{m, n}, dt::s32, dnnl::memory::dims{n, 1}}; }
 
 // One primitive per (m, weight layout): oneDNN's own cache keys on the primitive, but building the descriptor
-// that looks it up costs tens of microseconds, as much as a small product.
-const dnnl::matmul& matmul_for(int64_t m, const dnnl::memory::desc& weights) {
+// that looks it up costs tens of microseconds, as much as a small product. Each primitive takes its scratchpad
+// from the caller (scratchpad_mode::user): in oneDNN's default mode primitives share one scratchpad, and two
+// threads running products at once (parla-translate's inter_threads workers) overwrote each other's partial sums.
+// Returned by value (handles), since another thread's insertion may reallocate the cache's vectors.
+struct Matmul {
+  dnnl::memory::desc weights;
+  dnnl::matmul primitive;
+  dnnl::memory::desc scratchpad;
+};
+
+Matmul matmul_for(int64_t m, const dnnl::memory::desc& weights) {
   static std::mutex mutex;
-  static std::map<int64_t, std::vector<std::pair<dnnl::memory::desc, dnnl::matmul>>> cache;
+  static std::map<int64_t, std::vector<Matmul>> cache;
   std::lock_guard<std::mutex> lock(mutex);
   auto& entries = cache[m];
   for (const auto& e : entries)
-    if (e.first == weights) return e.second;
+    if (e.weights == weights) return e;
   const auto dims = weights.dims();  // [k, n]
   // oneDNN fixes a primitive's thread count when it is created. A small product (a few rows) takes less time
   // than waking the other threads for it, so it is created for this thread alone.
   const int threads = omp_get_max_threads();
   const bool alone = m * dims[0] * dims[1] < kParallelMacs;
   if (alone) omp_set_num_threads(1);
+  dnnl::primitive_attr attr;
+  attr.set_scratchpad_mode(dnnl::scratchpad_mode::user);
   dnnl::matmul::primitive_desc pd(
-      dnnl::matmul::desc(activations_desc(m, dims[0]), weights, accumulators_desc(m, dims[1])), engine());
-  entries.emplace_back(weights, dnnl::matmul(pd));
+      dnnl::matmul::desc(activations_desc(m, dims[0]), weights, accumulators_desc(m, dims[1])), attr, engine());
+  entries.push_back({weights, dnnl::matmul(pd), pd.scratchpad_desc()});
   if (alone) omp_set_num_threads(threads);
-  return entries.back().second;
+  return entries.back();
 }
 
 }  // namespace
@@ -135,16 +147,20 @@ void quantize_activations(const float* x, int64_t rows, int64_t cols, const Acti
 
 void gemm_u8s8s32(int64_t m, const uint8_t* a, const PackedWeights& b, int32_t* acc) {
   if (m == 0 || b.n == 0) return;
-  const auto& prim = matmul_for(m, b.desc);
+  const Matmul mm = matmul_for(m, b.desc);
   dnnl::memory am(activations_desc(m, b.k), engine(), const_cast<uint8_t*>(a));
   dnnl::memory cm(accumulators_desc(m, b.n), engine(), acc);
   thread_local dnnl::stream stream(engine());
+  thread_local std::vector<uint8_t> scratch;  // this thread's scratchpad, grown to the largest product's need
+  if (scratch.size() < mm.scratchpad.get_size()) scratch.resize(mm.scratchpad.get_size());
+  dnnl::memory sm(mm.scratchpad, engine(), scratch.data());
   // Some kernels (oneDNN's gemm-based one, on CPUs without VNNI) take the thread count when they run: a small
   // product is run from a one-thread region as well.
   const int threads = omp_get_max_threads();
   const bool alone = m * b.k * b.n < kParallelMacs;
   if (alone) omp_set_num_threads(1);
-  prim.execute(stream, {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, b.data}, {DNNL_ARG_DST, cm}});
+  mm.primitive.execute(stream,
+                       {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, b.data}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, sm}});
   stream.wait();
   if (alone) omp_set_num_threads(threads);
 }

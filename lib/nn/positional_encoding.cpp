@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <mutex>
 
 #include <torch/torch.h>
 
@@ -43,9 +44,14 @@ torch::Tensor PositionalEncodingImpl::forward(int64_t length, int64_t offset, co
   }
   const auto device = like.device();
   const auto dtype = c10::typeMetaToScalarType(like.dtype());
-  if (!table_.defined() || table_.size(0) < offset + length || table_.device() != device ||
-      table_.scalar_type() != dtype) {
-    int64_t n = std::max<int64_t>(offset + length, std::max<int64_t>(256, table_.defined() ? 2 * table_.size(0) : 0));
+  // Concurrent searches share the model (parla-translate's inter_threads): one of them grows the table at a time.
+  std::lock_guard<std::mutex> lock(*table_mutex_);
+  const bool longer = !table_.defined() || table_.size(0) < offset + length;
+  if (longer || table_.device() != device || table_.scalar_type() != dtype) {
+    // Doubled only when it grows: a change of device or dtype alone keeps the length (doubling then made callers
+    // that alternate dtypes double it at every call).
+    int64_t n = std::max<int64_t>(offset + length, 256);
+    if (table_.defined()) n = std::max<int64_t>(n, longer ? 2 * table_.size(0) : table_.size(0));
     // Computed on the CPU in double and rounded once, so every device gets the same values.
     table_ = sinusoidal_table(n, dim_, 0, concatenated_).to(device, dtype);
   }

@@ -4,6 +4,8 @@
 //               Laid out interleaved, as written, or concatenated: column i < d/2 the sine of frequency i, column
 //               d/2 + i its cosine (tensor2tensor, fairseq, Marian), the same values in another order.
 //   learned     one trained vector per position (Gehring et al. 2017; BERT), up to max_positions
+#include <memory>
+#include <mutex>
 #include <string>
 
 #include <torch/nn/module.h>
@@ -39,6 +41,7 @@ class PositionalEncodingImpl : public torch::nn::Module {
   int64_t max_positions_, dim_;
   bool concatenated_ = false;
   torch::Tensor table_;  // sinusoidal cache on the last device/dtype asked for, grown on demand (not saved)
+  std::shared_ptr<std::mutex> table_mutex_ = std::make_shared<std::mutex>();  // shared_ptr: modules are copied
 };
 TORCH_MODULE(PositionalEncoding);
 

@@ -1,7 +1,10 @@
 // Positional encodings, feed-forward and embeddings against their formulas.
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cmath>
+#include <thread>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -58,6 +61,28 @@ TEST_CASE("sinusoidal positions come in the dtype asked for, with the float tabl
   // No buffer and no parameter: checkpoints written before positions followed the device have no such entry.
   CHECK(pe->buffers().empty());
   CHECK(pe->parameters().empty());
+}
+
+TEST_CASE("sinusoidal positions asked for by several threads at once (parla-translate's workers) are the table's") {
+  // Each thread asks for ever longer spans, in both dtypes, so the shared cache is regrown and replaced while
+  // the others read it; every answer must still equal the free function's rows.
+  std::atomic<int> wrong{0};
+  for (int rep = 0; rep < 8; ++rep) {  // a fresh cache each time: the race is at its growth
+    PositionalEncoding pe(parla::PositionEncoding::kSinusoidal, 0, 8);
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 4; ++t) {
+      threads.emplace_back([&, t] {
+        torch::NoGradGuard no_grad;
+        for (int64_t length = 1; length <= 700; length += 3 + t) {
+          const auto dtype = (length + t) % 2 ? torch::kFloat : torch::kDouble;
+          auto got = pe->forward(length, t, dtype);
+          if (!torch::equal(got, sinusoidal_table(length, 8, t).to(dtype))) ++wrong;
+        }
+      });
+    }
+    for (auto& th : threads) th.join();
+  }
+  CHECK(wrong == 0);
 }
 
 TEST_CASE("sinusoidal positions on a GPU equal the CPU's exactly", "[cuda]") {
