@@ -57,6 +57,10 @@ int main(int argc, char** argv) {
     spdlog::debug("decoding on {}", parla::runtime::describe_device(dev));
     auto translator =
         parla::decode::Translator::load(models, config.decoding, static_cast<uint64_t>(config.runtime.seed), dev);
+    translator.set_inter_threads(config.runtime.inter_threads, used);
+    if (config.runtime.inter_threads > 1)
+      spdlog::info("{} workers of {} thread{} each (runtime.inter_threads, runtime.threads)",
+                   config.runtime.inter_threads, used, used == 1 ? "" : "s");
     parla::decode::translate_file(translator, input, output);
     return 0;
   });

@@ -1,10 +1,14 @@
 #include "decode/translator.h"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <mutex>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
@@ -12,6 +16,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/progress.h"
+#include "runtime/runtime.h"
 #include "runtime/runtime_device.h"
 #include "data/output_file.h"
 #include "decode/ensemble.h"
@@ -150,6 +155,16 @@ std::vector<std::vector<Translation>> Translator::translate_encoded(const std::v
   return out;
 }
 
+void Translator::set_inter_threads(int workers, int threads_each) {
+  if (workers < 1) throw ConfigError("key 'runtime.inter_threads': must be at least 1, got " + std::to_string(workers));
+  if (workers > 1 && options_.sampling)
+    throw ConfigError("key 'runtime.inter_threads' = " + std::to_string(workers) +
+                      " cannot be used with sampling (decoding.sampling): the random draws would depend on which "
+                      "batch a worker takes first; use 1");
+  workers_ = workers;
+  worker_threads_ = std::max(1, threads_each);
+}
+
 std::unique_ptr<TranslationStream> Translator::open_stream(const SearchOptions& options) {
   if (options.sampling) throw UsageError("continuous batching runs beam search; sampling is not served");
   return std::make_unique<TranslationStream>(*model_, tgt_vocab_, options, device_, precision_);
@@ -171,11 +186,43 @@ std::vector<std::string> Translator::translate_lines(const std::vector<std::stri
   for (size_t i : todo) lengths.push_back(ids[i].size());
   BatchLimits limits{static_cast<size_t>(cfg_.batch_size), static_cast<size_t>(cfg_.batch_tokens),
                      static_cast<size_t>(cfg_.maxi_batch)};
+  std::vector<std::vector<size_t>> batches;
   for (const auto& batch : plan_batches(lengths, limits)) {
     std::vector<size_t> rows;
     for (size_t k : batch) rows.push_back(todo[k]);
-    auto out = search_rows(ids, rows, options_);
-    for (size_t k = 0; k < rows.size(); ++k) results[rows[k]] = std::move(out[k]);
+    batches.push_back(std::move(rows));
+  }
+  // Each batch's results go to its own lines, so batches may be searched in any order and on any worker.
+  auto run_batch = [&](size_t b) {
+    auto out = search_rows(ids, batches[b], options_);
+    for (size_t k = 0; k < batches[b].size(); ++k) results[batches[b][k]] = std::move(out[k]);
+  };
+  if (workers_ <= 1 || batches.size() <= 1) {
+    for (size_t b = 0; b < batches.size(); ++b) run_batch(b);
+  } else {
+    // Workers take the next batch in plan order; the first failure stops the others after their current batch
+    // and is rethrown here, as the serial loop would have thrown it.
+    std::atomic<size_t> next{0};
+    std::atomic<bool> failed{false};
+    std::exception_ptr error;
+    std::mutex error_mutex;
+    auto work = [&] {
+      runtime::init_worker_thread(worker_threads_);
+      torch::NoGradGuard worker_no_grad;  // thread-local, like autocast (search_rows sets that)
+      try {
+        for (size_t b; !failed && (b = next++) < batches.size();) run_batch(b);
+      } catch (...) {
+        std::lock_guard<std::mutex> lock(error_mutex);
+        if (!error) error = std::current_exception();
+        failed = true;
+      }
+    };
+    std::vector<std::thread> pool;
+    const size_t n_workers = std::min(batches.size(), static_cast<size_t>(workers_));
+    for (size_t w = 1; w < n_workers; ++w) pool.emplace_back(work);
+    work();  // this thread is the first worker
+    for (auto& t : pool) t.join();
+    if (error) std::rethrow_exception(error);
   }
 
   std::vector<std::string> formatted(n);

@@ -67,6 +67,13 @@ class Translator {
   // Used from one thread at a time; the translator outlives it.
   std::unique_ptr<TranslationStream> open_stream(const SearchOptions& options);
 
+  // runtime.inter_threads: translate_lines and translate_stream search up to `workers` batches of a window at
+  // once, each worker with `threads_each` intra-op threads; the output is the same as with one (each batch's
+  // search is on its own, and results go back to their lines). ConfigError naming runtime.inter_threads with
+  // sampling, whose random draws would then depend on which batch ran first.
+  void set_inter_threads(int workers, int threads_each);
+  int inter_threads() const { return workers_; }
+
   // Reads all of `in`, writes to `out`: maxi-batches of decoding.maxi_batch batches, or with
   // decoding.line_buffered each line translated and flushed as soon as it is read. IoError naming the output and
   // the system's reason when writing fails; DataError naming decoding.batch_size/batch_tokens when the device runs
@@ -103,6 +110,7 @@ class Translator {
   int64_t max_input_;
   size_t max_chars_;
   TranslationStats stats_;
+  int workers_ = 1, worker_threads_ = 1;
 };
 
 // parla-translate's I/O: reads `input` ("-" = stdin), writes `output` ("-" = stdout; a file is written as

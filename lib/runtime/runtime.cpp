@@ -3,6 +3,7 @@
 #include <dlfcn.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
@@ -23,6 +24,12 @@ void tune_process(int /*argc*/, char** argv) {
   // exec failed (no /proc?): carry on untuned rather than fail.
 }
 
+void init_worker_thread(int threads) {
+  // LibTorch's count is global, but OpenMP's is per thread: a new thread starts with OMP_NUM_THREADS or every
+  // core, which oneDNN's int8 primitives would read before any ATen operation initialised it.
+  torch::set_num_threads(std::max(1, threads));
+}
+
 std::string blas_name() {
   using ConfigFn = char* (*)();
   if (auto fn = reinterpret_cast<ConfigFn>(dlsym(RTLD_DEFAULT, "openblas_get_config")))
@@ -33,7 +40,8 @@ std::string blas_name() {
 }
 
 int apply(const RuntimeConfig& rc) {
-  int threads = rc.threads > 0 ? rc.threads : static_cast<int>(std::thread::hardware_concurrency());
+  int threads = rc.threads > 0 ? rc.threads
+                               : static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, rc.inter_threads);
   if (threads <= 0) threads = 1;
   torch::set_num_threads(threads);
   using SetThreadsFn = void (*)(int);

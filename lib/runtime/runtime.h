@@ -14,9 +14,13 @@ namespace parla::runtime {
 // (OMP_WAIT_POLICY=PASSIVE, MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_). PARLA_NO_REEXEC=1 disables it.
 void tune_process(int argc, char** argv);
 
-// Applies runtime.threads (0 = all cores) to LibTorch's intra-op pool and the BLAS pool, and warns loudly
-// when the BLAS is the slow reference implementation. Returns the thread count used.
+// Applies runtime.threads (0 = all cores, divided among runtime.inter_threads workers) to LibTorch's intra-op pool
+// and the BLAS pool, and warns loudly when the BLAS is the slow reference implementation. Returns the thread
+// count used (per worker).
 int apply(const RuntimeConfig& rc);
+
+// First thing in a worker thread that computes (parla-translate's inter_threads): its intra-op thread count.
+void init_worker_thread(int threads);
 
 // "OpenBLAS ...", "reference BLAS", ...: which BLAS this process calls.
 std::string blas_name();

@@ -201,6 +201,40 @@ TEST_CASE("parla-translate --precision int8 gives the same text at batch 1 and 6
   }
 }
 
+TEST_CASE("parla-translate with runtime.inter_threads workers gives the output of one, fp32 and int8, batch 1 and "
+          "64, n-best scores too, and sampling refuses it naming the key", "[translate_app]") {
+  // Workers search different batches of a window at once on one shared model: every byte, the printed scores
+  // included, must be the single worker's (it caught two races: the int8 products' shared oneDNN scratchpad and
+  // the positional table's growth).
+  auto& f = fixture();
+  auto flags = [&](const std::string& batch, const std::string& precision, const std::string& workers) {
+    return std::vector<std::string>{"-m", f.checkpoint, "-i", f.input, "-b", "3", "-n", "2", "--batch-size", batch,
+                                    "--maxi-batch", "4", "--max-input-length", "40", "--threads", "1",
+                                    "--precision", precision, "--inter-threads", workers};
+  };
+  for (const std::string precision : {"fp32", "int8"}) {
+    for (const std::string batch : {"1", "64"}) {
+      auto one = run("parla-translate", flags(batch, precision, "1"));
+      INFO(precision << ", batch " << batch << ": " << one.err);
+      REQUIRE(one.exit_code == 0);
+      REQUIRE(parla::testing::split_lines(one.out).size() >= f.input_lines);
+      for (const std::string workers : {"2", "3"}) {
+        auto many = run("parla-translate", flags(batch, precision, workers));
+        INFO(workers << " workers: " << many.err);
+        REQUIRE(many.exit_code == 0);
+        CHECK(many.out == one.out);
+        CHECK(many.err.find(workers + " workers of 1 thread each") != std::string::npos);
+      }
+    }
+  }
+  auto sampling = run("parla-translate", {"-m", f.checkpoint, "-i", f.input, "--sampling", "--inter-threads", "2"});
+  CHECK(sampling.exit_code == 2);
+  CHECK(sampling.err.find("runtime.inter_threads") != std::string::npos);
+  auto zero = run("parla-translate", {"-m", f.checkpoint, "-i", f.input, "--inter-threads", "0"});
+  CHECK(zero.exit_code == 2);
+  CHECK(zero.err.find("inter") != std::string::npos);
+}
+
 TEST_CASE("parla-translate prints sorted distinct n-best lists and alignments", "[translate_app]") {
   auto& f = fixture();
   auto r = run("parla-translate", {"-m", f.checkpoint, "-i", f.input, "-b", "4", "--n-best", "4",

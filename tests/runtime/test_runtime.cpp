@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <string>
 #include <thread>
 
@@ -17,6 +18,27 @@ TEST_CASE("runtime: threads = N sets LibTorch's intra-op pool to N, and 0 means 
   int all = static_cast<int>(std::thread::hardware_concurrency());
   CHECK(parla::runtime::apply(rc) == all);
   CHECK(torch::get_num_threads() == all);
+}
+
+TEST_CASE("runtime: with inter_threads workers, threads = 0 gives each worker its share of the cores (at least 1)") {
+  parla::RuntimeConfig rc;
+  const int all = static_cast<int>(std::thread::hardware_concurrency());
+  rc.threads = 0;
+  rc.inter_threads = 2;
+  CHECK(parla::runtime::apply(rc) == std::max(1, all / 2));
+  rc.inter_threads = 4 * all;  // more workers than cores: one thread each, never zero
+  CHECK(parla::runtime::apply(rc) == 1);
+  rc.threads = 3;  // given explicitly: per worker, whatever the worker count
+  CHECK(parla::runtime::apply(rc) == 3);
+  // A worker thread starts with OpenMP's default; init_worker_thread gives it the count asked for.
+  int seen = 0;
+  std::thread([&] {
+    parla::runtime::init_worker_thread(1);
+    seen = torch::get_num_threads();
+  }).join();
+  CHECK(seen == 1);
+  rc = parla::RuntimeConfig{};
+  parla::runtime::apply(rc);
 }
 
 TEST_CASE("runtime: the BLAS that LibTorch calls is a fast one, never the 40x slower reference BLAS") {

@@ -13,6 +13,12 @@ const config::SectionSchema<RuntimeConfig>& RuntimeConfig::schema() {
     s.add("threads", &RuntimeConfig::threads,
           "Intra-op threads for LibTorch and the BLAS (they share the cores, never oversubscribe). 0 = all cores.",
           between(0, 4096)).flag("--threads,--cpu-threads");
+    s.add("inter_threads", &RuntimeConfig::inter_threads,
+          "Batches parla-translate translates at once, each on its own worker thread with runtime.threads "
+          "intra-op threads (CTranslate2's inter_threads): throughput on several cores, where one batch cannot "
+          "keep them busy. The output is the same as with 1. With runtime.threads 0 each worker takes all cores / "
+          "inter_threads. Not with sampling; training and parla-serve do not read it.",
+          between(1, 256)).flag("--inter-threads");
     s.add("device", &RuntimeConfig::device,
           "Compute device: cpu, cuda (in a data-parallel run each process takes cuda:LOCAL_RANK), cuda:N (one "
           "process on GPU N) or auto (cuda when this LibTorch sees a GPU, else cpu).").flag("--device");
