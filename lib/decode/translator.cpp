@@ -4,10 +4,12 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <exception>
 #include <fstream>
 #include <iostream>
 #include <limits>
 #include <mutex>
+#include <system_error>
 #include <thread>
 
 #include <spdlog/spdlog.h>
@@ -219,7 +221,14 @@ std::vector<std::string> Translator::translate_lines(const std::vector<std::stri
     };
     std::vector<std::thread> pool;
     const size_t n_workers = std::min(batches.size(), static_cast<size_t>(workers_));
-    for (size_t w = 1; w < n_workers; ++w) pool.emplace_back(work);
+    for (size_t w = 1; w < n_workers; ++w) {
+      try {
+        pool.emplace_back(work);
+      } catch (const std::system_error& e) {  // no thread to be had: fewer workers, same output
+        spdlog::warn("runtime.inter_threads: could not start worker {} ({}); going on with {}", w + 1, e.what(), w);
+        break;
+      }
+    }
     work();  // this thread is the first worker
     for (auto& t : pool) t.join();
     if (error) std::rethrow_exception(error);
