@@ -114,7 +114,7 @@ void check_mostly_identical(const std::vector<std::string>& a, const std::vector
 
 }  // namespace
 
-TEST_CASE("the shared model exported to CTranslate2 translates as parla-translate does, greedy and beam 5") {
+TEST_CASE("the shared model exported to CTranslate2 translates as parla-translate does, greedy and beam 5", "[python]") {
   const std::string python = parla::testing::python_with("ctranslate2");
   if (python.empty()) return;
   if (!fs::exists(kShared) || !fs::exists(kTest)) {
@@ -142,7 +142,7 @@ TEST_CASE("the shared model exported to CTranslate2 translates as parla-translat
 }
 
 TEST_CASE("the shared model exported as a MarianMT folder translates under transformers as under parla, and "
-          "imported back gives byte-identical translations") {
+          "imported back gives byte-identical translations", "[python]") {
   const std::string python = parla::testing::python_with("transformers");
   if (python.empty()) return;
   if (!fs::exists(kShared) || !fs::exists(kTest)) {
@@ -177,7 +177,8 @@ TEST_CASE("the shared model exported as a MarianMT folder translates under trans
 }
 
 TEST_CASE("a pre-norm model (gelu, a logit bias, separate vocabularies) exports to CTranslate2, which gives every "
-          "forced token parla's log-probability, and the MarianMT export refuses it, pointing to CTranslate2") {
+          "forced token parla's log-probability, and the MarianMT export refuses it, pointing to CTranslate2",
+          "[python]") {
   TempDir dir("export-prenorm");
   auto layers = parla::testing::tiny_transformer();
   layers.norm = parla::LayerNormPlacement::kPre;

@@ -145,7 +145,7 @@ void check_against_transformers(const Fixture& f, const std::string& checkpoint,
 }  // namespace
 
 TEST_CASE("a MarianMT folder (shared vocabulary, swish) imports to a checkpoint that computes what transformers "
-          "computes, language tokens included, and its Marian .npz form imports to the same checkpoint") {
+          "computes, language tokens included, and its Marian .npz form imports to the same checkpoint", "[python]") {
   TempDir tmp("hf-marian");
   auto f = make_fixture(tmp, "shared", {"--marian", tmp.file("marian")});
   if (!f) return;
@@ -178,7 +178,7 @@ TEST_CASE("a MarianMT folder (shared vocabulary, swish) imports to a checkpoint 
   CHECK(ma.config == mb.config);
 }
 
-TEST_CASE("a MarianMT folder with separate source and target vocabularies (relu) imports as well") {
+TEST_CASE("a MarianMT folder with separate source and target vocabularies (relu) imports as well", "[python]") {
   TempDir tmp("hf-marian-separate");
   auto f = make_fixture(tmp, "separate", {"--separate", "--activation", "relu", "--seed", "3"});
   if (!f) return;

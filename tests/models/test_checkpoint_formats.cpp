@@ -132,7 +132,7 @@ TEST_CASE("a checkpoint is a safetensors file: any reader finds parla's metadata
   CHECK(found == model->named_parameters().size());
 }
 
-TEST_CASE("Python's safetensors reads parla's tensors bit for bit, and parla reads the file Python writes back") {
+TEST_CASE("Python's safetensors reads parla's tensors bit for bit, and parla reads the file Python writes back", "[python]") {
   const std::string python = parla::testing::python_with("safetensors.torch");
   if (python.empty()) return;
   TempDir dir("formats-python");
