@@ -15,7 +15,7 @@
 #include "core/app.h"
 #include "runtime/runtime.h"
 
-int main(int argc, char** argv) {
+int parla_convert_main(int argc, char** argv) {
   parla::runtime::tune_process(argc, argv);
   parla::app::CommonFlags flags;
   flags.program = "parla-convert";

@@ -9,7 +9,7 @@
 #include "data/preprocess.h"
 #include "models/checkpoint.h"
 
-int main(int argc, char** argv) {
+int parla_preprocess_main(int argc, char** argv) {
   parla::app::CommonFlags flags;
   flags.program = "parla-preprocess";
   CLI::App cli("Cleans a line-aligned parallel corpus (plain or .gz), splits off validation and test sets, "

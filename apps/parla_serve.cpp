@@ -26,7 +26,7 @@ namespace {
 constexpr int kServeMaxInputLength = 256;
 }  // namespace
 
-int main(int argc, char** argv) {
+int parla_serve_main(int argc, char** argv) {
   parla::runtime::tune_process(argc, argv);
   // Before any thread exists, so that all of them inherit the mask (serve/stop_signal.h).
   parla::serve::StopSignals stop_signals;

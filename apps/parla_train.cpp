@@ -21,7 +21,7 @@
 #include "train/fine_tuning.h"
 #include "train/trainer.h"
 
-int main(int argc, char** argv) {
+int parla_train_main(int argc, char** argv) {
   parla::runtime::tune_process(argc, argv);
   parla::app::CommonFlags flags;
   flags.program = "parla-train";

@@ -15,7 +15,7 @@
 #include "core/schema_flags.h"
 #include "decode/translator.h"
 
-int main(int argc, char** argv) {
+int parla_translate_main(int argc, char** argv) {
   parla::runtime::tune_process(argc, argv);
   std::ios::sync_with_stdio(false);
   parla::app::CommonFlags flags;
