@@ -29,6 +29,7 @@
 #include "decode/source_batch.h"
 #include "models/checkpoint.h"
 #include "models/int8_quantization.h"
+#include "models/packed_fp32.h"
 #include "kernels/int8_gemm.h"
 
 namespace parla::decode {
@@ -102,9 +103,13 @@ Translator Translator::load(const std::vector<std::string>& checkpoints, const D
                         " is an int8 checkpoint; it decodes with int8 (or fp32, which means the same for it)");
     if (cfg.precision == Precision::kInt8 && loaded.meta.int8.empty()) models::quantize_int8(*loaded.model);
     const bool int8 = cfg.precision == Precision::kInt8 || !loaded.meta.int8.empty();
+    // fp32 on the CPU: the weights packed for the decoder's products where they pay (models/packed_fp32.h).
+    const bool packed = !int8 && cfg.precision == Precision::kFp32 && device.is_cpu() && models::pack_fp32(*loaded.model);
     spdlog::info("loaded {} ({} model{})", path,
                  loaded.meta.config.value("model", nlohmann::json::object()).value("type", std::string("?")),
-                 int8 ? ", int8 on " + kernels::int8::activation_code().isa : std::string());
+                 int8     ? ", int8 on " + kernels::int8::activation_code().isa
+                 : packed ? std::string(", fp32 packed for avx512")
+                          : std::string());
     members.push_back(std::move(loaded.model));
   }
   std::shared_ptr<models::Seq2SeqModel> model;

@@ -118,6 +118,7 @@ torch::Tensor TransformerModel::encode(const torch::Tensor& src) {
 
 torch::Tensor TransformerModel::output_logits(const torch::Tensor& hidden) {
   auto logits = output_int8                ? nn::int8_linear(hidden, *output_int8)
+                : output_packed           ? nn::packed_linear(hidden, *output_packed)
                 : output_weight.defined() ? torch::matmul(hidden, output_weight.t())
                                           : tgt_embed->project(hidden);
   return output_bias.defined() ? logits + output_bias.to(logits.dtype()) : logits;

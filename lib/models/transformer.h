@@ -67,6 +67,8 @@ class TransformerModel : public Seq2SeqModel {
   torch::Tensor output_bias;    // [V] (model.output_bias); undefined without
   // output_weight in int8 (models/int8_quantization.h); null unless quantized, and always when tied.
   std::shared_ptr<const nn::Int8Matrix> output_int8;
+  // output_weight packed for fp32 decoding (models/packed_fp32.h); null unless packed, and always when tied.
+  std::shared_ptr<const nn::PackedMatrix> output_packed;
 
  private:
   // Token embeddings (with word dropout `word_dropout` in training) + positions, then embedding dropout.

@@ -27,7 +27,14 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids) {
 }
 
 torch::Tensor EmbeddingImpl::project(const torch::Tensor& h) {
-  return int8_ ? int8_linear(h, *int8_) : torch::matmul(h, weight.t());
+  if (int8_) return int8_linear(h, *int8_);
+  if (packed_) return packed_linear(h, *packed_);
+  return torch::matmul(h, weight.t());
+}
+
+void EmbeddingImpl::use_packed_projection(PackedMatrix m) {
+  TORCH_CHECK(m.rows == weight.size(0) && m.cols == weight.size(1), "use_packed_projection: shape mismatch");
+  packed_ = std::make_shared<const PackedMatrix>(std::move(m));
 }
 
 void EmbeddingImpl::use_int8(Int8Matrix m) {

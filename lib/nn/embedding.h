@@ -8,6 +8,7 @@
 #include <memory>
 
 #include "nn/int8_matrix.h"
+#include "nn/packed_matrix.h"
 
 namespace parla::nn {
 
@@ -25,12 +26,16 @@ class EmbeddingImpl : public torch::nn::Module {
   // Replaces the float table by `m` (its memory is released; the shape stays). Inference only.
   void use_int8(Int8Matrix m);
   const Int8Matrix* int8() const { return int8_.get(); }
+  // project() computes with `m`, the table packed (nn/packed_matrix.h); the table itself stays for the lookups.
+  void use_packed_projection(PackedMatrix m);
+  const PackedMatrix* packed_projection() const { return packed_.get(); }
 
   torch::Tensor weight;  // [vocab_size, dim]
 
  private:
   double scale_;
   std::shared_ptr<const Int8Matrix> int8_;
+  std::shared_ptr<const PackedMatrix> packed_;
 };
 TORCH_MODULE(Embedding);
 

@@ -1,0 +1,52 @@
+#include "nn/packed_matrix.h"
+
+#include <cstdlib>
+#include <cstring>
+
+#include <ATen/Parallel.h>
+#include <torch/torch.h>
+
+#include "kernels/fp32_gemm.h"
+
+namespace parla::nn {
+
+PackedMatrix PackedMatrix::pack(const torch::Tensor& w) {
+  TORCH_CHECK(w.dim() == 2 && w.device().is_cpu(), "PackedMatrix::pack: a CPU matrix [n, k]");
+  auto wf = w.detach().to(torch::kFloat).contiguous();
+  PackedMatrix m;
+  m.rows = wf.size(0);
+  m.cols = wf.size(1);
+  m.packed = torch::empty({kernels::fp32::packed_size(m.rows, m.cols)}, torch::kFloat);
+  kernels::fp32::pack(wf.data_ptr<float>(), m.rows, m.cols, m.packed.data_ptr<float>());
+  return m;
+}
+
+torch::Tensor packed_linear(const torch::Tensor& x, const PackedMatrix& m, const torch::Tensor& bias) {
+  TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == torch::kFloat,
+              "packed fp32 products take float tensors on the CPU");
+  TORCH_CHECK(x.size(-1) == m.cols, "packed_linear: input has ", x.size(-1), " features, the matrix ", m.cols);
+  const int64_t k = m.cols, n = m.rows;
+  auto xf = x.reshape({-1, k}).contiguous();
+  const int64_t rows = xf.size(0);
+  auto y = torch::empty({rows, n}, torch::kFloat);
+  torch::Tensor b = bias.defined() ? bias.to(torch::kFloat).contiguous() : torch::Tensor();
+  const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
+  const float* xp = xf.data_ptr<float>();
+  const float* wp = m.packed.data_ptr<float>();
+  float* yp = y.data_ptr<float>();
+  // As many threads as LibTorch's intra-op setting of this thread (runtime.threads).
+  kernels::fp32::gemm(xp, rows, k, wp, n, bp, yp, at::get_num_threads(), kernels::fp32::best_isa());
+  auto shape = x.sizes().vec();
+  shape.back() = n;
+  return y.view(shape);
+}
+
+bool packed_fp32_wanted(int intra_threads) {
+  if (kernels::fp32::best_isa() != kernels::fp32::Isa::kAvx512) return false;
+  const char* env = std::getenv("PARLA_PACKED_FP32");
+  if (env && std::strcmp(env, "0") == 0) return false;
+  if (env && std::strcmp(env, "1") == 0) return true;
+  return intra_threads == 1;
+}
+
+}  // namespace parla::nn

@@ -1,0 +1,32 @@
+#pragma once
+// A float weight matrix laid out once for the decoder's products (kernels/fp32_gemm.h): what nn::Linear, the tied
+// output projection of nn::Embedding and a Transformer's own output projection compute with once a model is
+// prepared for fp32 decoding on a CPU with AVX-512 (models::pack_fp32). At a decoder step's few rows it is 2-6x
+// faster than LibTorch's product, whose BLAS repacks the weight on every call; and each output row is the same,
+// bit for bit, alone or in a batch, on any thread count.
+#include <cstdint>
+
+#include <torch/types.h>
+
+namespace parla::nn {
+
+struct PackedMatrix {
+  torch::Tensor packed;  // float, kernels::fp32::packed_size(rows, cols) elements
+  int64_t rows = 0;      // n: outputs
+  int64_t cols = 0;      // k: inputs
+
+  // w float [n, k] (CPU).
+  static PackedMatrix pack(const torch::Tensor& w);
+};
+
+// x float [..., k] (CPU) times m^T plus bias (float [n] or undefined) -> float [..., n].
+torch::Tensor packed_linear(const torch::Tensor& x, const PackedMatrix& m, const torch::Tensor& bias = {});
+
+// Whether to decode with packed products, at `intra_threads` LibTorch threads per search: on CPUs with AVX-512F,
+// when each search has one thread. Measured on a 2-core Xeon VM (docs/BENCHMARKS.md): one thread per search 1.1x
+// to 1.9x faster; two threads on one search 0.8x at batch 1, because the second core, no longer kept busy by the
+// BLAS's spinning threads, sleeps between LibTorch's parallel operations and each wake-up costs more than it saves.
+// PARLA_PACKED_FP32=1 packs at any thread count, =0 never (both to compare).
+bool packed_fp32_wanted(int intra_threads);
+
+}  // namespace parla::nn

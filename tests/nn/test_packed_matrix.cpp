@@ -1,0 +1,161 @@
+// The packed fp32 product (kernels/fp32_gemm.h, nn/packed_matrix.h) against LibTorch's, and its guarantees: the
+// same bits on every instruction set, for a row alone or in a batch, on any split among threads.
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <limits>
+
+#include <torch/torch.h>
+
+#include "kernels/fp32_gemm.h"
+#include "models/factory.h"
+#include "models/packed_fp32.h"
+#include "models/tiny_config.h"
+#include "models/transformer.h"
+#include "nn/embedding.h"
+#include "nn/linear.h"
+#include "nn/packed_matrix.h"
+#include "support/tensors.h"
+
+namespace fp32 = parla::kernels::fp32;
+using parla::testing::max_abs_diff;
+
+namespace {
+
+// Instruction sets this CPU can run, the scalar definition first.
+std::vector<fp32::Isa> runnable_isas() {
+  std::vector<fp32::Isa> out{fp32::Isa::kScalar};
+  if (fp32::best_isa() != fp32::Isa::kScalar) out.push_back(fp32::Isa::kAvx2);
+  if (fp32::best_isa() == fp32::Isa::kAvx512) out.push_back(fp32::Isa::kAvx512);
+  return out;
+}
+
+torch::Tensor packed_of(const torch::Tensor& w) {
+  auto p = torch::empty({fp32::packed_size(w.size(0), w.size(1))});
+  fp32::pack(w.data_ptr<float>(), w.size(0), w.size(1), p.data_ptr<float>());
+  return p;
+}
+
+torch::Tensor product(const torch::Tensor& x, const torch::Tensor& packed, int64_t n, const torch::Tensor& bias,
+                      fp32::Isa isa, int threads = 1) {
+  auto y = torch::full({x.size(0), n}, std::numeric_limits<float>::quiet_NaN());
+  fp32::gemm(x.data_ptr<float>(), x.size(0), x.size(1), packed.data_ptr<float>(), n,
+             bias.defined() ? bias.data_ptr<float>() : nullptr, y.data_ptr<float>(), threads, isa);
+  return y;
+}
+
+// The forward error bound of a float dot product of length k, with the bias added: |error| <= k u sum |x_i w_i|
+// + u |result| (u = 2^-24), taken twice for the reference's own rounding.
+torch::Tensor error_bound(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& bias) {
+  const double u = std::ldexp(1.0, -24);
+  auto magnitude = torch::matmul(x.abs().to(torch::kDouble), w.abs().t().to(torch::kDouble));
+  if (bias.defined()) magnitude = magnitude + bias.abs().to(torch::kDouble);
+  return (2 * (x.size(1) + 1) * u * magnitude + 1e-30).to(torch::kFloat);
+}
+
+}  // namespace
+
+TEST_CASE("the packed fp32 product is LibTorch's within the rounding bound, on every instruction set, with and "
+          "without a bias, whole and partial column tiles") {
+  torch::manual_seed(3);
+  for (int64_t m : {1, 2, 5, 6, 7, 13}) {
+    for (int64_t k : {1, 3, 256, 1030}) {
+      for (int64_t n : {1, 15, 64, 65, 200}) {
+        auto x = torch::randn({m, k}), w = torch::randn({n, k}), b = torch::randn({n});
+        auto packed = packed_of(w);
+        for (bool with_bias : {true, false}) {
+          auto bias = with_bias ? b : torch::Tensor();
+          auto ref = with_bias ? torch::addmm(b, x, w.t()) : torch::matmul(x, w.t());
+          auto bound = error_bound(x, w, bias);
+          for (auto isa : runnable_isas()) {
+            INFO("m " << m << " k " << k << " n " << n << " bias " << with_bias << " " << fp32::isa_name(isa));
+            auto y = product(x, packed, n, bias, isa);
+            CHECK(((y - ref).abs() <= bound).all().item<bool>());
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("the packed fp32 product gives the same bits on every instruction set, for a row alone or among 64, and "
+          "on any split of its columns among threads") {
+  torch::manual_seed(4);
+  const int64_t k = 300, n = 8000 / 3;  // a partial last tile; above the size that splits among threads
+  auto x = torch::randn({64, k}), w = torch::randn({n, k}), b = torch::randn({n});
+  auto packed = packed_of(w);
+  auto scalar = product(x, packed, n, b, fp32::Isa::kScalar);
+  for (auto isa : runnable_isas()) {
+    INFO(fp32::isa_name(isa));
+    CHECK(torch::equal(product(x, packed, n, b, isa), scalar));
+    CHECK(torch::equal(product(x, packed, n, b, isa, 2), scalar));
+    CHECK(torch::equal(product(x, packed, n, b, isa, 3), scalar));
+    for (int64_t r : {0, 5, 63}) {
+      auto row = x.narrow(0, r, 1).contiguous();
+      CHECK(torch::equal(product(row, packed, n, b, isa)[0], scalar[r]));
+      CHECK(torch::equal(product(x.narrow(0, r, std::min<int64_t>(64 - r, 2 + r % 6)).contiguous(), packed, n, b, isa)[0], scalar[r]));
+    }
+    // Tiles computed one call at a time, in any order, fill the same matrix.
+    auto y = torch::full({64, n}, std::numeric_limits<float>::quiet_NaN());
+    for (int64_t t = fp32::tiles(n) - 1; t >= 0; --t)
+      fp32::gemm(x.data_ptr<float>(), 64, k, packed.data_ptr<float>(), n, b.data_ptr<float>(), y.data_ptr<float>(), t,
+                 t + 1, isa);
+    CHECK(torch::equal(y, scalar));
+  }
+}
+
+TEST_CASE("a packed Linear and a packed tied projection compute what they computed before packing") {
+  torch::manual_seed(5);
+  torch::NoGradGuard no_grad;
+  parla::nn::Linear linear(torch::nn::LinearOptions(48, 70));
+  auto x = torch::randn({3, 4, 48});
+  auto before = linear(x);
+  linear->use_packed(parla::nn::PackedMatrix::pack(linear->weight));
+  CHECK(linear->weight.sizes() == torch::IntArrayRef({70, 48}));  // the shape stays, the memory is freed
+  CHECK(linear->weight.storage().nbytes() < 70 * 48 * 4);
+  auto after = linear(x);
+  CHECK(after.sizes() == before.sizes());
+  CHECK(max_abs_diff(after, before) < 1e-5);
+
+  parla::nn::Embedding table(30, 48, true);
+  auto h = torch::randn({5, 48});
+  auto projected = table->project(h);
+  table->use_packed_projection(parla::nn::PackedMatrix::pack(table->weight));
+  CHECK(max_abs_diff(table->project(h), projected) < 1e-5);
+  auto ids = torch::tensor({{1, 2, 29}}, torch::kLong);
+  CHECK(torch::equal(table(ids), table(ids)));  // lookups still read the table
+}
+
+TEST_CASE("pack_fp32 leaves a model's step log-probabilities within fp32 rounding, and is chosen by thread count "
+          "unless PARLA_PACKED_FP32 says otherwise") {
+  const bool avx512 = fp32::best_isa() == fp32::Isa::kAvx512;
+  unsetenv("PARLA_PACKED_FP32");
+  CHECK(parla::nn::packed_fp32_wanted(1) == avx512);
+  CHECK_FALSE(parla::nn::packed_fp32_wanted(2));
+  setenv("PARLA_PACKED_FP32", "0", 1);
+  CHECK_FALSE(parla::nn::packed_fp32_wanted(1));
+  setenv("PARLA_PACKED_FP32", "1", 1);
+  CHECK(parla::nn::packed_fp32_wanted(4) == avx512);
+  if (!avx512) {
+    unsetenv("PARLA_PACKED_FP32");
+    return;  // nothing is packed on this CPU: the model keeps LibTorch's products
+  }
+  for (bool tied : {true, false}) {
+    INFO("tied output " << tied);
+    torch::manual_seed(6);
+    auto cfg = parla::testing::tiny_transformer();
+    cfg.tie_output = tied;
+    auto model = std::dynamic_pointer_cast<parla::models::TransformerModel>(parla::models::build_seq2seq(cfg, 20, 24));
+    model->eval();
+    torch::NoGradGuard no_grad;
+    auto src = torch::tensor({{5, 6, 7, 2}, {8, 9, 2, 0}}, torch::kLong);
+    auto prev = torch::tensor({2, 2}, torch::kLong);
+    auto state = model->start(src);
+    auto before = model->step(prev, *state);
+    REQUIRE(parla::models::pack_fp32(*model));
+    CHECK((tied ? model->tgt_embed->packed_projection() != nullptr : model->output_packed != nullptr));
+    auto packed_state = model->start(src);
+    CHECK(max_abs_diff(model->step(prev, *packed_state), before) < 1e-5);
+  }
+  unsetenv("PARLA_PACKED_FP32");
+}
