@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# parla-translate with LibTorch's fp32 products (PARLA_PACKED_FP32=0) against the packed ones (=1), alternating,
+# per thread layout; prints target tokens/s min / median / max of each and whether the outputs were identical.
+#   bash bench/packed_fp32_ab.sh [BIN] [CHECKPOINT] [INPUT] [ROUNDS]
+# Defaults: build-unity/bin, the shared Multi30k model, test_2016_flickr.en (batch 1 on its first 200 lines), 3.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+BIN=${1:-build-unity/bin}
+MODEL=${2:-../shared/models/multi30k-en-de-small/average.pt}
+INPUT=${3:-../shared/data/multi30k/test_2016_flickr.en}
+ROUNDS=${4:-3}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+head -200 "$INPUT" > "$work/b1.txt"
+# name input beam batch threads workers
+settings=("b5-batch1-1x1 $work/b1.txt 5 1 1 1" "b5-batch1-1x2 $work/b1.txt 5 1 1 2" "b5-batch1-2x1 $work/b1.txt 5 1 2 1"
+          "b5-batch64-1x1 $INPUT 5 64 1 1" "b5-batch64-1x2 $INPUT 5 64 1 2" "b5-batch64-2x1 $INPUT 5 64 2 1"
+          "greedy-batch64-1x2 $INPUT 1 64 1 2" "greedy-batch64-2x1 $INPUT 1 64 2 1")
+for ((r = 1; r <= ROUNDS; r++)); do
+  for s in "${settings[@]}"; do
+    read -r name in beam batch threads workers <<< "$s"
+    for v in 0 1; do
+      rate=$(PARLA_PACKED_FP32=$v "$BIN/parla-translate" -m "$MODEL" -i "$in" -o "$work/$name.$v" -b "$beam" \
+             --batch-size "$batch" --threads "$threads" --inter-threads "$workers" 2>&1 |
+             grep -o '[0-9]* target tokens/s' | cut -d' ' -f1)
+      echo "$name $v $rate" >> "$work/rates"
+    done
+    cmp -s "$work/$name.0" "$work/$name.1" && echo "$name same" >> "$work/rates" || echo "$name differ" >> "$work/rates"
+  done
+done
+echo "CPU: $(nproc) cores, flags $(grep -m1 '^flags' /proc/cpuinfo | grep -o -w 'avx2\|fma\|avx512f\|avx512bw\|avx512vl\|avx512_vnni\|avx512_bf16\|amx_int8' | tr '\n' ' ')"
+python3 - "$work/rates" "$ROUNDS" <<'PY'
+import collections, statistics, sys
+rates, same = collections.defaultdict(list), collections.Counter()
+for line in open(sys.argv[1]):
+    p = line.split()
+    if len(p) == 3: rates[(p[0], p[1])].append(int(p[2]))
+    elif p[1] == "same": same[p[0]] += 1
+print(f"{'setting':20s} {'LibTorch products':>24s} {'packed':>24s} {'ratio':>6s}  identical")
+for name in dict.fromkeys(k for k, _ in rates):
+    a, b = sorted(rates[(name, "0")]), sorted(rates[(name, "1")])
+    f = lambda v: f"{v[0]:,} / {statistics.median(v):,.0f} / {v[-1]:,}"
+    print(f"{name:20s} {f(a):>24s} {f(b):>24s} {statistics.median(b) / statistics.median(a):5.2f}x  {same[name]}/{sys.argv[2]}")
+PY
