@@ -30,8 +30,9 @@
 
 #include <torch/torch.h>
 
-#include "runtime/runtime.h"
+#include "median_time.h"
 #include "nn/self_attention_factory.h"
+#include "runtime/runtime.h"
 
 namespace {
 
@@ -59,18 +60,6 @@ parla::nn::SelfAttention layer_for(const std::string& variant, int64_t t) {
   return parla::nn::make_self_attention(parla::nn::parse_attention_kind(variant), o, c);
 }
 
-template <class F>
-double median_seconds(int reps, F&& f) {
-  f();  // warm-up
-  std::vector<double> times;
-  for (int i = 0; i < reps; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    f();
-    times.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
 
 struct Measured {
   double forward_s = -1, backward_s = -1, peak_mib = -1;
@@ -87,10 +76,10 @@ void measure_in_child(const std::string& variant, int64_t t, int reps, int fd) {
   if (t > 1) {
     {
       torch::NoGradGuard no_grad;
-      fwd = median_seconds(r, [&] { attn->self_attend(x, {}, false); });
+      fwd = parla::bench::median_seconds(r, [&] { attn->self_attend(x, {}, false); });
     }
     auto xg = x.clone().requires_grad_(true);
-    bwd = median_seconds(r, [&] {
+    bwd = parla::bench::median_seconds(r, [&] {
       auto y = attn->self_attend(xg, {}, false);
       y.sum().backward();
     });

@@ -5,10 +5,7 @@
 // Shapes as bench_int8_gemm: rows m = 5 (one sentence, beam 5) and 320 (64 sentences, beam 5) times the projections
 // of the small Multi30k model (d 256) and of a base model (d 512). Median of `iterations` calls after a warm-up.
 // Usage: bench_fp32_gemm [iterations=50] [only=SHAPE-NAME-PART] [rows=5,320] [threads=1]
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -16,24 +13,8 @@
 
 #include "kernels/fp32_gemm.h"
 #include "nn/packed_matrix.h"
+#include "median_time.h"
 #include "runtime/runtime.h"
-
-namespace {
-
-template <class F>
-double median_seconds(int iterations, F&& f) {
-  f();
-  std::vector<double> t;
-  for (int i = 0; i < iterations; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   parla::runtime::tune_process(argc, argv);
@@ -42,12 +23,7 @@ int main(int argc, char** argv) {
   const int threads = parla::runtime::apply(rc);
   const int iterations = argc > 1 ? std::stoi(argv[1]) : 50;
   const std::string only = argc > 2 ? argv[2] : "";
-  std::vector<int64_t> row_counts;
-  for (std::stringstream rs(argc > 3 ? argv[3] : "5,320"); rs.good();) {
-    std::string v;
-    std::getline(rs, v, ',');
-    row_counts.push_back(std::stoll(v));
-  }
+  const std::vector<int64_t> row_counts = parla::bench::parse_counts(argc > 3 ? argv[3] : "5,320");
   torch::NoGradGuard no_grad;
   std::printf("threads %d, packed product on %s, BLAS %s\n", threads,
               parla::kernels::fp32::isa_name(parla::kernels::fp32::best_isa()), parla::runtime::blas_name().c_str());
@@ -62,8 +38,8 @@ int main(int argc, char** argv) {
       if (std::string(s.name).find(only) == std::string::npos) continue;
       auto w = torch::randn({s.n, s.k}) * 0.05, b = torch::randn({s.n}) * 0.1, x = torch::randn({m, s.k});
       auto packed = parla::nn::PackedMatrix::pack(w);
-      const double blas = median_seconds(iterations, [&] { torch::linear(x, w, b); });
-      const double ours = median_seconds(iterations, [&] { parla::nn::packed_linear(x, packed, b); });
+      const double blas = parla::bench::median_seconds(iterations, [&] { torch::linear(x, w, b); });
+      const double ours = parla::bench::median_seconds(iterations, [&] { parla::nn::packed_linear(x, packed, b); });
       const double diff = (parla::nn::packed_linear(x, packed, b) - torch::linear(x, w, b)).abs().max().item<double>();
       std::printf("| %s | %ld | %ld | %ld | %.1f | %.1f | %.2fx | %.1e |\n", s.name, m, s.n, s.k, blas * 1e6,
                   ours * 1e6, blas / ours, diff);

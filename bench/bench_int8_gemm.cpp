@@ -6,47 +6,23 @@
 // Reports the median time of each product over `iterations` calls after a warm-up, GFLOP/s (2mnk / time; for int8
 // "GOP/s") and the int8 speed-up.
 // Usage: bench_int8_gemm [iterations=50] [only=SHAPE-NAME-PART] [rows=5,320]
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include <torch/torch.h>
 
+#include "median_time.h"
 #include "runtime/runtime.h"
 #include "kernels/int8_gemm.h"
 #include "nn/int8_matrix.h"
-
-namespace {
-
-template <class F>
-double median_seconds(int iterations, F&& f) {
-  f();
-  std::vector<double> t;
-  for (int i = 0; i < iterations; ++i) {
-    auto start = std::chrono::steady_clock::now();
-    f();
-    t.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-  }
-  std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
-}
-
-}  // namespace
 
 int main(int argc, char** argv) {
   parla::runtime::tune_process(argc, argv);
   const int threads = parla::runtime::apply(parla::RuntimeConfig{});
   const int iterations = argc > 1 ? std::stoi(argv[1]) : 50;
   const std::string only = argc > 2 ? argv[2] : "";
-  std::vector<int64_t> row_counts;
-  for (std::stringstream rs(argc > 3 ? argv[3] : "5,320"); rs.good();) {
-    std::string v;
-    std::getline(rs, v, ',');
-    row_counts.push_back(std::stoll(v));
-  }
+  const std::vector<int64_t> row_counts = parla::bench::parse_counts(argc > 3 ? argv[3] : "5,320");
   torch::NoGradGuard no_grad;
   const auto& code = parla::kernels::int8::activation_code();
   std::printf("threads %d, oneDNN isa %s, activations [-%d, %d] + %d\n", threads, code.isa.c_str(), code.levels,
@@ -61,8 +37,8 @@ int main(int argc, char** argv) {
       if (std::string(s.name).find(only) == std::string::npos) continue;
       auto w = torch::randn({s.n, s.k}) * 0.05, b = torch::randn({s.n}) * 0.1, x = torch::randn({m, s.k});
       auto q = parla::nn::Int8Matrix::quantize(w);
-      const double t32 = median_seconds(iterations, [&] { torch::linear(x, w, b); });
-      const double t8 = median_seconds(iterations, [&] { parla::nn::int8_linear(x, q, b); });
+      const double t32 = parla::bench::median_seconds(iterations, [&] { torch::linear(x, w, b); });
+      const double t8 = parla::bench::median_seconds(iterations, [&] { parla::nn::int8_linear(x, q, b); });
       const double ops = 2.0 * m * s.n * s.k;
       std::printf("| %s | %ld | %ld | %ld | %.1f | %.1f | %.1f | %.1f | %.2fx |\n", s.name, m, s.n, s.k, t32 * 1e6,
                   ops / t32 / 1e9, t8 * 1e6, ops / t8 / 1e9, t32 / t8);
