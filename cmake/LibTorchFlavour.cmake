@@ -38,7 +38,11 @@ endif()
 # USE_C10D_NCCL and <nccl.h> is found: in the CUDA toolkit, or in the wheel's nvidia-nccl package (the GPU
 # machine's PyTorch has the latter only).
 set(PARLA_NCCL_INCLUDE "")
-if(PARLA_TORCH_CUDA)
+if(PARLA_TORCH_CUDA AND parla_wheel_cuda)
+  # cmake/TorchWheelCudaRuntime.cmake stood in for a toolkit: ProcessGroupNCCL.hpp includes cuda_runtime.h, which
+  # needs the toolkit's crt/ headers that the wheel's runtime package lacks.
+  message(STATUS "parla: no CUDA toolkit, so data parallel over NCCL is not compiled (Gloo is)")
+elseif(PARLA_TORCH_CUDA)
   find_path(PARLA_NCCL_HEADER_DIR nccl.h
     PATHS ${CUDAToolkit_INCLUDE_DIRS} ${CUDA_INCLUDE_DIRS} /usr/local/cuda/include
           "${parla_torch_prefix}/../nvidia/nccl/include" NO_DEFAULT_PATH)

@@ -20,12 +20,14 @@ if [ -x "$PY" ] && "$PY" -c "import torch, sys; sys.exit(0 if torch.__version__.
      2>/dev/null; then
   log "torch $TORCH_VERSION already in $VENV"
 else
-  if ! python3 -m venv --help >/dev/null 2>&1; then
+  # Debian's python3 runs `-m venv --help` without python3-venv, but cannot create a venv: ensurepip is the test.
+  # Everything below writes to stderr: stdout carries only the prefix.
+  if ! python3 -c 'import ensurepip' >/dev/null 2>&1; then
     SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO="sudo"
     $SUDO apt-get install -y -q --no-install-recommends python3-venv >&2
   fi
   rm -rf "$VENV"
-  python3 -m venv "$VENV"
+  python3 -m venv "$VENV" >&2
   pip_install() { "$VENV/bin/pip" install -q --disable-pip-version-check "$@" >&2; }
   start=$(date +%s)
   if [ "${PARLA_TORCH2_FULL:-0}" != 1 ] && ldconfig -p | grep -q 'libcudart\.so\.13' && ldconfig -p | grep -q 'libcudnn\.so\.9'; then
