@@ -6,8 +6,8 @@
 #
 #   sudo bash tools/bare-debian-test.sh [ROOT] [--libtorch2]
 #
-# ROOT (default /tmp/parla-bare) is created if missing and reused if present (the second leg, --libtorch2, is meant
-# to run after the first, as in .ci/run). Needs root, network access to the Debian mirror (and PyPI for the second
+# ROOT (default /tmp/parla-bare) is created if missing and reused if present: a new ROOT for apt's time on a bare
+# system. The first leg clones HEAD afresh; the second, --libtorch2, runs in that clone after it, as in .ci/run. Needs root, network access to the Debian mirror (and PyPI for the second
 # leg), and debootstrap (installed if missing). Prints "bare-debian-test: N s" (wall) and exits with the command's code.
 set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
@@ -47,7 +47,8 @@ if [ -d "$here/../shared" ]; then bind "$here/../shared" "$root/work/shared"; mo
 mount -t proc proc "$root/proc"; mounted+=("$root/proc")
 bind /dev "$root/dev"
 bind /sys "$root/sys"
-if [ ! -d "$root/work/main/.git" ]; then
+# A fresh clone of HEAD for the first leg; the --libtorch2 leg runs in the clone the first one left (as .ci/run).
+if [ ${#args[@]} -eq 0 ] || [ ! -d "$root/work/main/.git" ]; then
   rm -rf "$root/work/main" && git clone -q "$here" "$root/work/main"
   log "cloned $(git -C "$root/work/main" rev-parse --short HEAD)"
 fi
