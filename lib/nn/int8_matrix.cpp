@@ -41,6 +41,8 @@ torch::Tensor Int8Matrix::dequantized_rows(const torch::Tensor& ids) const {
   return rows.view(shape);
 }
 
+constexpr int64_t kMinTaskElements = 131072;
+
 torch::Tensor int8_linear(const torch::Tensor& x, const Int8Matrix& m, const torch::Tensor& bias) {
   TORCH_CHECK(x.device().is_cpu(), "int8 products run on the CPU");
   TORCH_CHECK(x.size(-1) == m.cols(), "int8_linear: input has ", x.size(-1), " features, the matrix ", m.cols());
@@ -53,18 +55,20 @@ torch::Tensor int8_linear(const torch::Tensor& x, const Int8Matrix& m, const tor
   auto row_scale = torch::empty({rows}, torch::kFloat);
   auto y = torch::empty({rows, n}, torch::kFloat);  // the int32 accumulators first, then the result in place
   // The two element-wise passes are memory-bound and, at 320 rows and 8,000 outputs, cost a third of the product:
-  // they are split by rows over LibTorch's threads (rows are independent, so the split changes no result).
+  // they are split by rows over LibTorch's threads (rows are independent, so the split changes no result), in tasks
+  // of at least 128k elements: waking a sleeping thread costs more than a smaller pass (a beam-5 batch-1 step's
+  // 5 x 8,000 dequantize split in two made the search slower on two threads than on one).
   const float* xp = xf.data_ptr<float>();
   uint8_t* qp = q.data_ptr<uint8_t>();
   float* sp = row_scale.data_ptr<float>();
-  at::parallel_for(0, rows, std::max<int64_t>(1, 32768 / k), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, rows, std::max<int64_t>(1, kMinTaskElements / k), [&](int64_t begin, int64_t end) {
     kernels::int8::quantize_activations(xp + begin * k, end - begin, k, code, qp + begin * k, sp + begin);
   });
   float* yp = y.data_ptr<float>();
   kernels::int8::gemm_u8s8s32(rows, qp, *m.packed, reinterpret_cast<int32_t*>(yp));
   torch::Tensor b = bias.defined() ? bias.to(torch::kFloat).contiguous() : torch::Tensor();
   const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
-  at::parallel_for(0, rows, std::max<int64_t>(1, 32768 / n), [&](int64_t begin, int64_t end) {
+  at::parallel_for(0, rows, std::max<int64_t>(1, kMinTaskElements / n), [&](int64_t begin, int64_t end) {
     kernels::int8::dequantize(yp + begin * n, end - begin, n, code.offset, m.column_sums.data_ptr<int32_t>(), sp + begin,
                      m.scales.data_ptr<float>(), bp);
   });

@@ -360,8 +360,10 @@ void rows_f64(const Plan<double>& p, int64_t begin, int64_t end) { rows_impl(p, 
 
 template <typename T>
 void run(const Plan<T>& p, int64_t rows) {
-  // Enough work per task to pay for a thread hand-off.
-  const int64_t grain = std::max<int64_t>(1, 16384 / std::max<int64_t>(1, p.positions * p.dim));
+  // Enough work per task to pay for waking a sleeping thread (OMP_WAIT_POLICY=PASSIVE, runtime::tune_process):
+  // ~256k multiply-adds. At 16k, a beam-5 batch-1 step split its 20 head rows over two threads and the int8 search
+  // ran at 0.84x of one thread's speed; batches of 64 keep splitting.
+  const int64_t grain = std::max<int64_t>(1, 262144 / std::max<int64_t>(1, p.positions * p.dim));
   at::parallel_for(0, rows * p.heads, grain, [&](int64_t begin, int64_t end) {
     if constexpr (std::is_same_v<T, float>)
       rows_f32(p, begin, end);

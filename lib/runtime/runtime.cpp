@@ -4,6 +4,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
 #include <cstdlib>
 #include <thread>
 
@@ -33,6 +35,14 @@ void init_worker_thread(int threads) {
   torch::set_num_threads(std::max(1, threads));
 }
 
+int parallel_width(int items) {
+  std::atomic<uint64_t> seen{0};
+  at::parallel_for(0, items, 1, [&](int64_t, int64_t) {
+    seen.fetch_or(uint64_t{1} << std::min<int>(at::get_thread_num(), 63));
+  });
+  return __builtin_popcountll(seen.load());
+}
+
 std::string blas_name() {
   using ConfigFn = char* (*)();
   if (auto fn = reinterpret_cast<ConfigFn>(dlsym(RTLD_DEFAULT, "openblas_get_config")))
@@ -54,7 +64,7 @@ int apply(const RuntimeConfig& rc) {
     spdlog::warn("*** SLOW BLAS: this process uses the reference BLAS, about 40x slower than OpenBLAS. "
                  "Install it: sudo apt-get install libopenblas0-pthread ***");
   }
-  spdlog::debug("runtime: {} threads, BLAS: {}", threads, blas);
+  spdlog::debug("runtime: {} threads (parallel_for over {}), BLAS: {}", threads, parallel_width(threads), blas);
   // runtime.device is resolved by runtime::resolve_device (runtime/runtime_device.h), the one place that decides.
   return threads;
 }

@@ -23,6 +23,11 @@ int apply(const RuntimeConfig& rc);
 // First thing in a worker thread that computes (parla-translate's inter_threads): its intra-op thread count.
 void init_worker_thread(int threads);
 
+// How many threads an at::parallel_for written in this library spreads `items` independent items over (grain 1).
+// With LibTorch's pool at N threads it is min(N, items), unless the library was compiled without OpenMP, where
+// ATen's header runs every parallel_for on the calling thread alone (lib/CMakeLists.txt).
+int parallel_width(int items);
+
 // "OpenBLAS ...", "reference BLAS", ...: which BLAS this process calls.
 std::string blas_name();
 

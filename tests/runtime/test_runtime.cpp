@@ -47,3 +47,17 @@ TEST_CASE("runtime: the BLAS that LibTorch calls is a fast one, never the 40x sl
   const bool debian = std::string(parla::compat::torch_version()).rfind("1.", 0) == 0;
   CHECK_THAT(parla::runtime::blas_name(), Catch::Matchers::StartsWith(debian ? "OpenBLAS" : "MKL"));
 }
+
+TEST_CASE("runtime: the library's own parallel_for uses LibTorch's threads (it is compiled with OpenMP)") {
+  // Compiled without OpenMP, ATen's parallel_for silently runs on the calling thread: int8 products and attention
+  // would then leave every other core idle.
+  parla::RuntimeConfig rc;
+  rc.threads = 2;  // two threads even on one core: the count is what is checked, not the speed
+  parla::runtime::apply(rc);
+  CHECK(parla::runtime::parallel_width(64) == 2);
+  CHECK(parla::runtime::parallel_width(1) == 1);  // one item: no second thread
+  rc.threads = 1;
+  parla::runtime::apply(rc);
+  CHECK(parla::runtime::parallel_width(64) == 1);
+  parla::runtime::apply(parla::RuntimeConfig{});
+}
