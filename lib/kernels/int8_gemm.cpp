@@ -126,21 +126,33 @@ bool int8_pays() {
 
 // target_clones: one build, the loop vectorised for the CPU it runs on.
 __attribute__((target_clones("avx512f", "avx2", "default")))
+// Compiled for AVX-512 and AVX2 as well: at batch 1 the scalar loops took as long as the product itself (5 rows of
+// 256: ~2.5 of 8.6 us). The maximum is exact in any order, and each value is rounded on its own, so every ISA gives
+// the same codes.
+__attribute__((target_clones("avx512f", "avx2", "default")))
 void quantize_activations(const float* x, int64_t rows, int64_t cols, const ActivationCode& code, uint8_t* q,
                           float* scale) {
-  const float levels = static_cast<float>(code.levels), offset = static_cast<float>(code.offset);
+  const float levels = static_cast<float>(code.levels);
+  const int32_t offset = code.offset;
+  constexpr int kLanes = 16;
   for (int64_t r = 0; r < rows; ++r) {
     const float* xr = x + r * cols;
+    // Independent per-lane maxima, so that the compiler can keep them in one vector register.
+    float lane[kLanes] = {};
+    int64_t j = 0;
+    for (; j + kLanes <= cols; j += kLanes)
+      for (int l = 0; l < kLanes; ++l) lane[l] = std::max(lane[l], std::fabs(xr[j + l]));
     float m = 0.f;
-    for (int64_t j = 0; j < cols; ++j) m = std::max(m, std::fabs(xr[j]));
+    for (int l = 0; l < kLanes; ++l) m = std::max(m, lane[l]);
+    for (; j < cols; ++j) m = std::max(m, std::fabs(xr[j]));
     const float s = m > 0.f ? m / levels : 1.f, inv = m > 0.f ? levels / m : 1.f;
     scale[r] = s;
     uint8_t* qr = q + r * cols;
-    for (int64_t j = 0; j < cols; ++j) {
+    for (int64_t c = 0; c < cols; ++c) {
       // round half away from zero, clamped: x / s can exceed levels by an ulp
-      float v = std::min(levels, std::max(-levels, xr[j] * inv));
+      float v = std::min(levels, std::max(-levels, xr[c] * inv));
       v += v >= 0.f ? 0.5f : -0.5f;
-      qr[j] = static_cast<uint8_t>(static_cast<int32_t>(v) + static_cast<int32_t>(offset));
+      qr[c] = static_cast<uint8_t>(static_cast<int32_t>(v) + offset);
     }
   }
 }

@@ -2,9 +2,11 @@
 // bound that follows from the two quantization steps, and the exact integer product for extreme values.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -136,4 +138,35 @@ TEST_CASE("the activation code follows the instruction set oneDNN runs (ONEDNN_M
   }
   CHECK(code.offset > code.levels);  // quantized values shift into uint8 without wrapping
   CHECK(code.offset + code.levels <= 255);
+}
+
+TEST_CASE("activations quantize per row as the scalar formula does, bit for bit, at every width", "[int8]") {
+  // scale = max|x| / levels; code = round half away from zero of x * levels / max|x|, clamped, plus the offset.
+  // The kernel is vectorised (16 lanes, target clones): widths around the vector length and a zero row.
+  const auto& code = parla::kernels::int8::activation_code();
+  torch::manual_seed(11);
+  for (int64_t cols : {1, 15, 16, 17, 33, 256, 1027}) {
+    auto x = torch::randn({4, cols}) * 3;
+    x[2].zero_();
+    x[3][cols - 1] = -40.f;  // the maximum in the scalar tail
+    std::vector<uint8_t> q(4 * cols);
+    std::vector<float> scale(4);
+    parla::kernels::int8::quantize_activations(x.data_ptr<float>(), 4, cols, code, q.data(), scale.data());
+    auto xa = x.accessor<float, 2>();
+    const float levels = static_cast<float>(code.levels);
+    for (int64_t r = 0; r < 4; ++r) {
+      float m = 0.f;
+      for (int64_t j = 0; j < cols; ++j) m = std::max(m, std::fabs(xa[r][j]));
+      const float s = m > 0.f ? m / levels : 1.f, inv = m > 0.f ? levels / m : 1.f;
+      INFO("cols " << cols << " row " << r);
+      CHECK(scale[r] == s);
+      int wrong = 0;
+      for (int64_t j = 0; j < cols; ++j) {
+        float v = std::min(levels, std::max(-levels, xa[r][j] * inv));
+        const int32_t rounded = v >= 0.f ? static_cast<int32_t>(v + 0.5f) : static_cast<int32_t>(v - 0.5f);
+        wrong += q[r * cols + j] != static_cast<uint8_t>(rounded + code.offset);
+      }
+      CHECK(wrong == 0);
+    }
+  }
 }
