@@ -1,6 +1,7 @@
 #include "nn/int8_matrix.h"
 
 #include <algorithm>
+#include <vector>
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
@@ -51,16 +52,20 @@ torch::Tensor int8_linear(const torch::Tensor& x, const Int8Matrix& m, const tor
   auto xf = x.to(torch::kFloat).reshape({-1, k}).contiguous();
   const int64_t rows = xf.size(0);
   const auto& code = kernels::int8::activation_code();
-  auto q = torch::empty({rows, k}, torch::kByte);
-  auto row_scale = torch::empty({rows}, torch::kFloat);
+  // The codes and row scales live only during this call: a buffer per thread instead of two tensors per call
+  // (at batch 1 a decoder step makes ~25 of these calls, and creating a tensor costs about a microsecond).
+  thread_local std::vector<uint8_t> q;
+  thread_local std::vector<float> row_scale;
+  if (q.size() < static_cast<size_t>(rows * k)) q.resize(rows * k);
+  if (row_scale.size() < static_cast<size_t>(rows)) row_scale.resize(rows);
   auto y = torch::empty({rows, n}, torch::kFloat);  // the int32 accumulators first, then the result in place
   // The two element-wise passes are memory-bound and, at 320 rows and 8,000 outputs, cost a third of the product:
   // they are split by rows over LibTorch's threads (rows are independent, so the split changes no result), in tasks
   // of at least 128k elements: waking a sleeping thread costs more than a smaller pass (a beam-5 batch-1 step's
   // 5 x 8,000 dequantize split in two made the search slower on two threads than on one).
   const float* xp = xf.data_ptr<float>();
-  uint8_t* qp = q.data_ptr<uint8_t>();
-  float* sp = row_scale.data_ptr<float>();
+  uint8_t* qp = q.data();
+  float* sp = row_scale.data();
   at::parallel_for(0, rows, std::max<int64_t>(1, kMinTaskElements / k), [&](int64_t begin, int64_t end) {
     kernels::int8::quantize_activations(xp + begin * k, end - begin, k, code, qp + begin * k, sp + begin);
   });
