@@ -64,7 +64,9 @@ int apply(const RuntimeConfig& rc) {
     spdlog::warn("*** SLOW BLAS: this process uses the reference BLAS, about 40x slower than OpenBLAS. "
                  "Install it: sudo apt-get install libopenblas0-pthread ***");
   }
-  spdlog::debug("runtime: {} threads (parallel_for over {}), BLAS: {}", threads, parallel_width(threads), blas);
+  // parallel_width runs a parallel region (it wakes the pool): only when the line is printed.
+  if (spdlog::should_log(spdlog::level::debug))
+    spdlog::debug("runtime: {} threads (parallel_for over {}), BLAS: {}", threads, parallel_width(threads), blas);
   // runtime.device is resolved by runtime::resolve_device (runtime/runtime_device.h), the one place that decides.
   return threads;
 }
