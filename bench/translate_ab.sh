@@ -35,18 +35,5 @@ for ((r = 1; r <= ROUNDS; r++)); do
     cmp -s "$work/$name.A" "$work/$name.B" && echo "$name same" >> "$work/rates" || echo "$name differ" >> "$work/rates"
   done
 done
-echo "CPU: $(nproc) cores, flags $(grep -m1 '^flags' /proc/cpuinfo | grep -o -w 'avx2\|fma\|avx512f\|avx512bw\|avx512vl\|avx512_vnni\|avx512_bf16\|amx_int8' | tr '\n' ' ')"
 echo "A: $A  B: $B"
-python3 - "$work/rates" "$ROUNDS" <<'PY'
-import collections, statistics, sys
-rates, same = collections.defaultdict(list), collections.Counter()
-for line in open(sys.argv[1]):
-    p = line.split()
-    if len(p) == 3: rates[(p[0], p[1])].append(int(p[2]))
-    elif p[1] == "same": same[p[0]] += 1
-print(f"{'setting':22s} {'A':>24s} {'B':>24s} {'B/A':>6s}  identical")
-for name in dict.fromkeys(k for k, _ in rates):
-    a, b = sorted(rates[(name, "A")]), sorted(rates[(name, "B")])
-    f = lambda v: f"{v[0]:,} / {statistics.median(v):,.0f} / {v[-1]:,}"
-    print(f"{name:22s} {f(a):>24s} {f(b):>24s} {statistics.median(b) / statistics.median(a):5.2f}x  {same[name]}/{sys.argv[2]}")
-PY
+python3 bench/ab_summary.py "$work/rates" "$ROUNDS" A A B B
