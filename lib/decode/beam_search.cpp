@@ -9,6 +9,7 @@
 #include "decode/beam_candidates.h"
 #include "decode/beam_candidates_device.h"
 #include "decode/length_penalty.h"
+#include "decode/search_shortlist.h"
 #include "decode/step_constraints.h"
 
 namespace parla::decode {
@@ -27,6 +28,7 @@ BeamSearch::BeamSearch(models::Seq2SeqModel& model, const SearchOptions& o) : mo
   V_ = model.vocab_size();
   n_best_ = std::max<int64_t>(1, std::min<int64_t>(o.n_best, K_));
   candidates_ = std::min<int64_t>(2 * K_, K_ * V_);
+  if (o.shortlist) require_shortlist_support(model);
 }
 
 BeamSearch::~BeamSearch() = default;
@@ -55,9 +57,22 @@ void BeamSearch::add(const torch::Tensor& src, const std::vector<int64_t>& ids) 
     prev_ = torch::cat({prev_, bos});
   }
   const auto src_len = source_lengths(src);
+  std::vector<std::vector<int64_t>> vocabularies;
+  if (o_.shortlist) vocabularies = sentence_vocabularies(*o_.shortlist, src);
   for (int64_t b = 0; b < batch; ++b) {
-    active_.push_back({ids[b], max_output_length(o_, src_len[b], model_.max_positions()), src_len[b], steps_, {}});
+    active_.push_back({ids[b], max_output_length(o_, src_len[b], model_.max_positions()), src_len[b], steps_, {},
+                       o_.shortlist ? std::move(vocabularies[b]) : std::vector<int64_t>{}});
     for (int64_t k = 0; k < K_; ++k) rows_.push_back({{}, k == 0 ? 0.f : ninf, {}});
+  }
+  if (o_.shortlist) {
+    // The columns become the union of the sentences in the search now (sentences that left no longer count).
+    std::vector<std::vector<int64_t>> now;
+    for (auto& sent : active_) {
+      sent.slot = static_cast<int32_t>(now.size());
+      now.push_back(sent.vocabulary);
+    }
+    shortlist_.set_vocabularies(now);
+    state_->shortlist = &shortlist_;
   }
 }
 
@@ -69,6 +84,10 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
   const int64_t A = static_cast<int64_t>(active_.size()), K = K_, V = V_;
   const auto device = prev_.device();
   torch::Tensor attention;
+  if (o_.shortlist) {
+    shortlist_.row_vocabulary.resize(A * K);
+    for (int64_t r = 0; r < A * K; ++r) shortlist_.row_vocabulary[r] = active_[r / K].slot;
+  }
   auto logp = model_.step(prev_, *state_, o_.attention ? &attention : nullptr).to(torch::kFloat);
   std::vector<int64_t> row_limit(A * K), row_step;
   std::vector<float> row_score(A * K);

@@ -23,6 +23,7 @@
 
 #include "decode/hypothesis.h"
 #include "decode/search_options.h"
+#include "models/output_shortlist.h"
 #include "models/seq2seq.h"
 
 namespace parla::decode {
@@ -61,6 +62,8 @@ class BeamSearch {
   struct Sentence {
     int64_t id, limit, source_length, joined;
     std::vector<Hypothesis> finished;
+    std::vector<int64_t> vocabulary;  // with a shortlist: its output vocabulary, shortlist_.vocabularies[slot]
+    int32_t slot = 0;
   };
 
   models::Seq2SeqModel& model_;
@@ -71,6 +74,7 @@ class BeamSearch {
   std::vector<Sentence> active_;   // block a of K rows belongs to active_[a]
   std::vector<Live> rows_;
   int64_t steps_ = 0;              // steps of this state (a sentence's own step is steps_ - joined)
+  models::OutputShortlist shortlist_;  // with o_.shortlist: the searched sentences' vocabularies (state_ points here)
 };
 
 // src: int64 [B, S] (PAD-padded, each row ends with EOS). Returns per row the min(n_best, found) best

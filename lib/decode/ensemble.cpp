@@ -62,6 +62,7 @@ torch::Tensor Ensemble::step(const torch::Tensor& prev, models::DecoderState& st
   torch::Tensor sum, attn_sum;
   for (size_t i = 0; i < members_.size(); ++i) {
     torch::Tensor a;
+    s.states[i]->shortlist = s.shortlist;
     auto logp = members_[i]->step(prev, *s.states[i], attention ? &a : nullptr);
     sum = i == 0 ? logp.clone() : sum.add_(logp);
     if (attention && a.defined()) attn_sum = attn_sum.defined() ? attn_sum.add_(a) : a.clone();

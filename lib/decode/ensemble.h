@@ -23,6 +23,11 @@ class Ensemble : public models::Seq2SeqModel {
   // The smallest of the members' limits.
   int64_t max_positions() const override;
   int64_t start_id() const override { return members_.front()->start_id(); }
+  bool supports_shortlist() const override {
+    for (const auto& m : members_)
+      if (!m->supports_shortlist()) return false;
+    return true;
+  }
 
   size_t size() const { return members_.size(); }
 

@@ -5,11 +5,14 @@
 // (core/config/decoding_config.h documents every key); its defaults are that section's, written there once.
 // Torch-free (parla-serve's queue holds them).
 #include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "core/config/decoding_config.h"
 
 namespace parla::decode {
+
+class LexicalShortlist;
 
 struct SearchOptions {
   // The options of the `decoding` keys' defaults.
@@ -30,6 +33,9 @@ struct SearchOptions {
   // Beam search picks its candidates with tensor ops where the log-probabilities are (always so off the CPU);
   // on the CPU a scan is faster and is the default. Tests set this to run the tensor path on the CPU.
   bool device_candidates = false;
+  // decoding.shortlist, loaded (decode/lexical_shortlist.h): each sentence's output is restricted to its
+  // vocabulary; null = the whole vocabulary. The translator sets it; searches share it.
+  std::shared_ptr<const LexicalShortlist> shortlist;
 
  private:
   explicit SearchOptions(const DecodingConfig& d)
@@ -51,7 +57,8 @@ inline bool operator==(const SearchOptions& a, const SearchOptions& b) {
   return a.beam_size == b.beam_size && a.n_best == b.n_best && a.length_penalty == b.length_penalty &&
          a.max_length_factor == b.max_length_factor && a.max_length_offset == b.max_length_offset &&
          a.min_length == b.min_length && a.attention == b.attention && a.sampling == b.sampling &&
-         a.temperature == b.temperature && a.top_k == b.top_k && a.device_candidates == b.device_candidates;
+         a.temperature == b.temperature && a.top_k == b.top_k && a.device_candidates == b.device_candidates &&
+         a.shortlist == b.shortlist;
 }
 inline bool operator!=(const SearchOptions& a, const SearchOptions& b) { return !(a == b); }
 

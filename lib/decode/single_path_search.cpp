@@ -5,7 +5,9 @@
 #include <torch/torch.h>
 
 #include "decode/length_penalty.h"
+#include "decode/search_shortlist.h"
 #include "decode/step_constraints.h"
+#include "models/output_shortlist.h"
 
 namespace parla::decode {
 
@@ -22,10 +24,17 @@ std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const tor
   std::vector<int64_t> active(batch);  // original row of each state row
   for (int64_t b = 0; b < batch; ++b) active[b] = b;
   auto state = model.start(src);
+  models::OutputShortlist shortlist;  // with o.shortlist: vocabularies[b] is sentence b's
+  if (o.shortlist) {
+    require_shortlist_support(model);
+    shortlist.set_vocabularies(sentence_vocabularies(*o.shortlist, src));
+    state->shortlist = &shortlist;
+  }
   torch::Tensor prev = torch::full({batch}, model.start_id(), torch::dtype(torch::kLong).device(src.device()));
 
   for (int64_t step = 0; !active.empty(); ++step) {
     torch::Tensor attention;
+    if (o.shortlist) shortlist.row_vocabulary.assign(active.begin(), active.end());
     auto logp = model.step(prev, *state, o.attention ? &attention : nullptr).to(torch::kFloat);
     std::vector<int64_t> row_limit(active.size());
     for (size_t r = 0; r < active.size(); ++r) row_limit[r] = limit[active[r]];

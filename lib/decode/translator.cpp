@@ -23,6 +23,7 @@
 #include "data/output_file.h"
 #include "decode/ensemble.h"
 #include "decode/input_sanitizer.h"
+#include "decode/lexical_shortlist.h"
 #include "decode/maxi_batch.h"
 #include "decode/sampling.h"
 #include "decode/search.h"
@@ -78,6 +79,16 @@ Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, text::Senten
   if (cfg.max_input_length > 0)
     max_input_ = unlimited ? cfg.max_input_length : std::min<int64_t>(max_input_, cfg.max_input_length);
   max_chars_ = static_cast<size_t>(cfg.max_input_chars > 0 ? cfg.max_input_chars : max_input_ * kCharsPerPiece);
+  if (!cfg.shortlist.empty()) {
+    auto shortlist = std::make_shared<const LexicalShortlist>(LexicalShortlist::load(cfg.shortlist, src_vocab_, tgt_vocab_));
+    if (!model_->supports_shortlist())
+      throw ConfigError("decoding.shortlist: this model cannot restrict its output to a shortlist");
+    size_t rules = 0;
+    for (size_t n = 1; n <= shortlist->max_ngram(); ++n) rules += shortlist->rules(n).size();
+    spdlog::info("shortlist {}: {} pieces always allowed, {} source rules", cfg.shortlist, shortlist->always().size(),
+                 rules);
+    options_.shortlist = std::move(shortlist);
+  }
 }
 
 Translator Translator::load(const std::vector<std::string>& checkpoints, const DecodingConfig& cfg, uint64_t seed,

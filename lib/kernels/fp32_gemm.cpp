@@ -168,6 +168,12 @@ void pack(const float* w, int64_t n, int64_t k, float* packed) {
   }
 }
 
+void unpack_row(const float* packed, int64_t n, int64_t k, int64_t row, float* out) {
+  (void)n;
+  const float* tile = packed + (row / T) * k * T + row % T;
+  for (int64_t i = 0; i < k; ++i) out[i] = tile[i * T];
+}
+
 void gemm(const float* x, int64_t m, int64_t k, const float* packed, int64_t n, const float* bias, float* y,
           int64_t tile_begin, int64_t tile_end, Isa isa) {
   if (m <= 0) return;

@@ -23,6 +23,8 @@ inline constexpr int64_t kTileColumns = 64;
 int64_t packed_size(int64_t n, int64_t k);  // floats
 int64_t tiles(int64_t n);
 void pack(const float* w, int64_t n, int64_t k, float* packed);
+// Row `row` of W (k floats) read back out of pack()'s layout.
+void unpack_row(const float* packed, int64_t n, int64_t k, int64_t row, float* out);
 
 // y[:, tiles tile_begin..tile_end) = x [m, k] * W^T + bias [n] (bias may be null); x's rows are k apart, y's n.
 // Callers split [0, tiles(n)) among threads at any boundary.

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "models/output_shortlist.h"
 #include "models/vocabulary_check.h"
 #include "nn/masked_softmax.h"
 #include "nn/word_dropout.h"
@@ -185,6 +186,10 @@ torch::Tensor RnnModel::step(const torch::Tensor& prev, DecoderState& base_state
   auto& state = dynamic_cast<RnnState&>(base_state);
   auto h = decode_step(tgt_embed(prev.view({-1})), state, attention);
   auto logits = output ? output(h) : tgt_embed->project(h);
+  // A shortlist saves nothing here (the projection is computed whole), but the output is what it allows.
+  if (state.shortlist)
+    return shortlist_log_softmax(logits.index_select(1, state.shortlist->columns.to(logits.device())),
+                                 *state.shortlist, vocab_size());
   return torch::log_softmax(logits, -1);
 }
 

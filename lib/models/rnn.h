@@ -52,6 +52,7 @@ class RnnModel : public Seq2SeqModel {
   int64_t vocab_size() const override { return tgt_vocab_; }
   int64_t source_vocab_size() const override { return src_vocab_; }
   int64_t max_positions() const override;
+  bool supports_shortlist() const override { return true; }
 
   // Runs the encoder and sets up a decoder state for src [B, S].
   std::unique_ptr<RnnState> encode(const torch::Tensor& src);

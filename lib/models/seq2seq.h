@@ -11,6 +11,8 @@
 
 namespace parla::models {
 
+struct OutputShortlist;
+
 // Everything a decoder step needs besides the previous token: the encoder output and source padding mask,
 // cached cross-attention keys/values, the self-attention key/value cache (Transformer) or the hidden state and
 // input-feeding vector (RNN). Rows are hypotheses.
@@ -39,6 +41,11 @@ class DecoderState {
   }
   // Number of decoding steps taken so far.
   virtual int64_t steps() const = 0;
+
+  // When set (by a search with a lexical shortlist), step() computes the output layer over these per-row
+  // vocabularies only (models/output_shortlist.h) and returns -inf for every other token. The search owns it and
+  // keeps its rows in step with this state's.
+  const OutputShortlist* shortlist = nullptr;
 };
 
 class Seq2SeqModel : public torch::nn::Module {
@@ -47,7 +54,7 @@ class Seq2SeqModel : public torch::nn::Module {
   virtual std::unique_ptr<DecoderState> start(const torch::Tensor& src) = 0;
 
   // One decoder step. prev: int64 [N] (start_id() at the first step). Returns log-probabilities [N, V] of the next
-  // token and advances the state. When `attention` is non-null it receives the cross-attention weights
+  // token and advances the state (over state.shortlist's vocabularies when set). When `attention` is non-null it receives the cross-attention weights
   // [N, S] of this step (averaged over heads), for alignments.
   virtual torch::Tensor step(const torch::Tensor& prev, DecoderState& state, torch::Tensor* attention = nullptr) = 0;
 
@@ -62,6 +69,8 @@ class Seq2SeqModel : public torch::nn::Module {
   // The token the decoder starts from (model.decoder_start): kBosId, or kPadId for models imported from
   // Marian. Searches start from it and never output it.
   virtual int64_t start_id() const { return kBosId; }
+  // Whether step() honours DecoderState::shortlist.
+  virtual bool supports_shortlist() const { return false; }
 };
 
 }  // namespace parla::models

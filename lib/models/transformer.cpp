@@ -124,6 +124,31 @@ torch::Tensor TransformerModel::output_logits(const torch::Tensor& hidden) {
   return output_bias.defined() ? logits + output_bias.to(logits.dtype()) : logits;
 }
 
+torch::Tensor TransformerModel::shortlist_logits(const torch::Tensor& hidden, TransformerState& state) {
+  const OutputShortlist& s = *state.shortlist;
+  auto& p = state.shortlist_projection;
+  if (p.shortlist != &s || p.version != s.version) {
+    p = {};
+    p.shortlist = &s;
+    p.version = s.version;
+    const nn::Int8Matrix* int8 = output_int8 ? output_int8.get() : output_weight.defined() ? nullptr : tgt_embed->int8();
+    const nn::PackedMatrix* packed =
+        output_packed ? output_packed.get() : output_weight.defined() ? nullptr : tgt_embed->packed_projection();
+    if (int8)
+      p.int8 = std::make_shared<const nn::Int8Matrix>(int8->select_rows(s.columns));
+    else if (packed)
+      p.packed = std::make_shared<const nn::PackedMatrix>(packed->select_rows(s.columns));
+    else
+      p.weight = (output_weight.defined() ? output_weight : tgt_embed->weight)
+                     .index_select(0, s.columns.to(hidden.device()));
+    if (output_bias.defined()) p.bias = output_bias.index_select(0, s.columns.to(output_bias.device()));
+  }
+  auto logits = p.int8     ? nn::int8_linear(hidden, *p.int8)
+                : p.packed ? nn::packed_linear(hidden, *p.packed)
+                           : torch::matmul(hidden, p.weight.t());
+  return p.bias.defined() ? logits + p.bias.to(logits.dtype()) : logits;
+}
+
 torch::Tensor TransformerModel::forward(const torch::Tensor& src, const torch::Tensor& tgt_in) {
   TORCH_CHECK(tgt_in.dim() == 2 && tgt_in.size(0) == src.size(0), "tgt_in must be [B, T] with the batch of src");
   auto memory = encode(src);
@@ -156,6 +181,7 @@ torch::Tensor TransformerModel::step(const torch::Tensor& prev, DecoderState& ba
   auto h = decoder->step(x, state.cache, state.memory_valid, attention ? &weights : nullptr);
   state.steps_ += 1;
   if (attention) *attention = weights.mean(1).squeeze(1);  // [N, H, 1, S] -> [N, S]
+  if (state.shortlist) return shortlist_log_softmax(shortlist_logits(h.squeeze(1), state), *state.shortlist, tgt_vocab_);
   return torch::log_softmax(output_logits(h.squeeze(1)), -1);
 }
 

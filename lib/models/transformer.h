@@ -11,6 +11,7 @@
 #include <torch/types.h>
 
 #include "core/config/model_config.h"
+#include "models/output_shortlist.h"
 #include "models/seq2seq.h"
 #include "models/transformer_decoder.h"
 #include "models/transformer_encoder.h"
@@ -34,6 +35,15 @@ class TransformerState : public DecoderState {
   // int64 [N]: the step at which each row joined (continuous batching); undefined while all rows started at 0.
   // A row's target position is steps_ - row_start.
   torch::Tensor row_start;
+  // The output projection cut to shortlist->columns (made at the first step after the columns change): at most one
+  // of weight [U, D], int8 and packed is set, as for the whole projection.
+  struct ShortlistProjection {
+    const OutputShortlist* shortlist = nullptr;
+    uint64_t version = 0;
+    torch::Tensor weight, bias;
+    std::shared_ptr<const nn::Int8Matrix> int8;
+    std::shared_ptr<const nn::PackedMatrix> packed;
+  } shortlist_projection;
 
  private:
   // Renumbers the steps once every row joined at step `min_start` or later (nothing reads older positions).
@@ -52,11 +62,14 @@ class TransformerModel : public Seq2SeqModel {
   int64_t source_vocab_size() const override { return src_vocab_; }
   int64_t max_positions() const override;
   int64_t start_id() const override { return cfg_.decoder_start == DecoderStart::kPad ? kPadId : kBosId; }
+  bool supports_shortlist() const override { return true; }
 
   // Encoder output [B, S, D] of src [B, S].
   torch::Tensor encode(const torch::Tensor& src);
   // Decoder hidden states [B, T, D] -> logits [B, T, V].
   torch::Tensor output_logits(const torch::Tensor& hidden);
+  // Hidden states [N, D] -> logits [N, U] over state.shortlist's columns (the projection cut to them, cached).
+  torch::Tensor shortlist_logits(const torch::Tensor& hidden, TransformerState& state);
   const ModelConfig& config() const { return cfg_; }
 
   nn::Embedding src_embed{nullptr}, tgt_embed{nullptr};  // the same module when share_embeddings

@@ -32,6 +32,11 @@ Int8Matrix Int8Matrix::quantize(const torch::Tensor& w) {
   return from(values, scales);
 }
 
+Int8Matrix Int8Matrix::select_rows(const torch::Tensor& ids) const {
+  auto index = ids.to(torch::kCPU, torch::kLong);
+  return from(values.index_select(0, index), scales.index_select(0, index));
+}
+
 torch::Tensor Int8Matrix::dequantized() const { return values.to(torch::kFloat) * scales.unsqueeze(1); }
 
 torch::Tensor Int8Matrix::dequantized_rows(const torch::Tensor& ids) const {

@@ -23,6 +23,10 @@ struct Int8Matrix {
   // From stored values and scales (an int8 checkpoint); DataError-free: shapes are checked by the caller.
   static Int8Matrix from(torch::Tensor values, torch::Tensor scales);
 
+  // The matrix of rows `ids` (int64 [U]) in order: the same codes and scales (an output projection cut to a
+  // shortlist computes the same values for the rows it keeps).
+  Int8Matrix select_rows(const torch::Tensor& ids) const;
+
   int64_t rows() const { return values.size(0); }
   int64_t cols() const { return values.size(1); }
   torch::Tensor dequantized() const;                        // float [n, k]

@@ -21,6 +21,18 @@ PackedMatrix PackedMatrix::pack(const torch::Tensor& w) {
   return m;
 }
 
+PackedMatrix PackedMatrix::select_rows(const torch::Tensor& ids) const {
+  auto index = ids.to(torch::kCPU, torch::kLong).contiguous();
+  const int64_t u = index.numel();
+  auto w = torch::empty({u, cols}, torch::kFloat);
+  const int64_t* ip = index.data_ptr<int64_t>();
+  for (int64_t i = 0; i < u; ++i) {
+    TORCH_CHECK(ip[i] >= 0 && ip[i] < rows, "PackedMatrix::select_rows: row ", ip[i], " of ", rows);
+    kernels::fp32::unpack_row(packed.data_ptr<float>(), rows, cols, ip[i], w.data_ptr<float>() + i * cols);
+  }
+  return pack(w);
+}
+
 torch::Tensor packed_linear(const torch::Tensor& x, const PackedMatrix& m, const torch::Tensor& bias) {
   TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == torch::kFloat,
               "packed fp32 products take float tensors on the CPU");

@@ -17,6 +17,8 @@ struct PackedMatrix {
 
   // w float [n, k] (CPU).
   static PackedMatrix pack(const torch::Tensor& w);
+  // The matrix of rows `ids` (int64 [U]) in order, packed (an output projection cut to a shortlist).
+  PackedMatrix select_rows(const torch::Tensor& ids) const;
 };
 
 // x float [..., k] (CPU) times m^T plus bias (float [n] or undefined) -> float [..., n].

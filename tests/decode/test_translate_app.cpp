@@ -559,3 +559,55 @@ TEST_CASE("parla-translate on a GPU gives the CPU's translations", "[translate_a
   CHECK(past.exit_code == 2);
   CHECK(past.err.find("--device") != std::string::npos);
 }
+
+TEST_CASE("parla-shortlist builds a shortlist that parla-translate decodes with, the same text at batch 1 and 64; "
+          "bad files are refused naming them", "[translate_app][shortlist]") {
+  auto& f = fixture();
+  const auto& words = parla::testing::toy_words();
+  std::string src, tgt;
+  for (int i = 0; i < 40; ++i) {
+    for (int j = 0; j < 2 + i % 5; ++j) src += std::string(words[(i + j) % 12]) + " ";
+    for (int j = 0; j < 2 + i % 4; ++j) tgt += std::string(words[(i * 3 + j + 5) % 12]) + " ";
+    src += "\n";
+    tgt += "\n";
+  }
+  const auto src_path = f.dir.write("train.src", src), tgt_path = f.dir.write("train.tgt", tgt);
+  const auto sl = f.dir.file("shortlist.txt");
+  auto built = run("parla-shortlist", {"-m", f.checkpoint, "--source", src_path, "--target", tgt_path, "-o", sl,
+                                       "--best", "3", "--frequent", "2"});
+  INFO(built.err);
+  REQUIRE(built.exit_code == 0);
+  REQUIRE(fs::exists(sl));
+  CHECK(!parla::testing::read_file(sl).empty());
+  for (const char* precision : {"fp32", "int8"}) {
+    auto flags = [&](const std::string& batch, bool shortlist) {
+      std::vector<std::string> v{"-m", f.checkpoint, "-i", f.input, "-b", "3", "--batch-size", batch,
+                                 "--max-input-length", "40", "--threads", "1", "--precision", precision};
+      if (shortlist) v.insert(v.end(), {"--shortlist", sl});
+      return v;
+    };
+    auto b1 = run("parla-translate", flags("1", true));
+    INFO(precision << ": " << b1.err);
+    REQUIRE(b1.exit_code == 0);
+    CHECK(b1.err.find("shortlist " + sl) != std::string::npos);
+    CHECK(parla::testing::split_lines(b1.out).size() == f.input_lines);
+    auto b64 = run("parla-translate", flags("64", true));
+    REQUIRE(b64.exit_code == 0);
+    CHECK(b64.out == b1.out);
+    auto full = run("parla-translate", flags("64", false));
+    REQUIRE(full.exit_code == 0);
+    CHECK(full.out != b1.out);  // 2 frequent + 3 per piece of a 48-piece vocabulary restricts
+  }
+  // A shortlist for another vocabulary, a line without a tab, sides of different lengths: exit 1 naming the file.
+  const auto foreign = f.dir.write("foreign.txt", "\t\xE2\x96\x81zzzunknown\n");
+  auto r = run("parla-translate", {"-m", f.checkpoint, "-i", f.input, "--shortlist", foreign});
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find(foreign + ":1") != std::string::npos);
+  CHECK(r.out.empty());
+  const auto short_tgt = f.dir.write("short.tgt", "the house\n");
+  const auto never = f.dir.file("never.txt");
+  auto uneven = run("parla-shortlist", {"-m", f.checkpoint, "--source", src_path, "--target", short_tgt, "-o", never});
+  CHECK(uneven.exit_code == 1);
+  CHECK(uneven.err.find(short_tgt) != std::string::npos);
+  CHECK(!fs::exists(never));
+}

@@ -61,6 +61,13 @@ const config::SectionSchema<DecodingConfig>& DecodingConfig::schema() {
         .flag("--temperature");
     s.add("top_k", &DecodingConfig::top_k, "Sample among the k most likely tokens; 0 = all.", at_least(0))
         .flag("--top-k");
+    s.add("shortlist", &DecodingConfig::shortlist,
+          "Lexical shortlist: a file made by parla-shortlist (or any CTranslate2 vocabulary map: lines 'SOURCE<TAB>"
+          "TARGET ...', SOURCE a piece or n-gram of pieces, empty for pieces always allowed). Each sentence's output "
+          "is restricted to the targets of its source pieces, the always-allowed pieces, EOS and UNK, and the output "
+          "layer and softmax are computed over that set only (faster; scores renormalised over it). Per sentence, "
+          "so a translation does not depend on its batch. '' = the whole vocabulary.")
+        .flag("--shortlist");
     s.add("precision", &DecodingConfig::precision,
           "Arithmetic of the decoder: fp32, or bf16 / fp16 autocast (matrix products in 16 bits, softmax and "
           "scores in fp32), or int8 (CPU only: weights of the linear layers, embeddings and output projection in 8 "

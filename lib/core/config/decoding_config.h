@@ -31,6 +31,7 @@ struct DecodingConfig {
   bool sampling = false;         // sample instead of searching (back-translation, Edunov et al. 2018)
   double temperature = 1.0;      // softmax temperature for sampling
   int top_k = 0;                 // sample among the k most likely tokens; 0 = whole vocabulary
+  std::string shortlist;         // lexical shortlist file (parla-shortlist, or a CTranslate2 vocabulary map); '' = off
   Precision precision = Precision::kFp32;  // fp32, bf16 or fp16 (CUDA only): autocast while decoding (CTranslate2's compute type)
 
   static const config::SectionSchema<DecodingConfig>& schema();
