@@ -4,6 +4,7 @@
   .venv-torch2/bin/python bench/peers/ctranslate2_table.py SCRATCH [--bin build-unity/bin] [--rounds 3]
       [--checkpoint ../shared/models/multi30k-en-de-small/average.pt]
       [--input ../shared/data/multi30k/test_2016_flickr.en] [--lines-b1 200] [--threads 2]
+      [--shortlist FILE] [--isa avx2] [--only NAME,NAME]
 
 The checkpoint is exported once with the project's own exporter (tools/export-ctranslate2.py) into SCRATCH/ct2.
 Then, for each setting (beam 5 batch 64, beam 5 batch 1, greedy batch 64) and each configuration (parla fp32 /
@@ -20,10 +21,18 @@ counted, in both. Both search alike: no length penalty, CTranslate2 never produc
 does), so the outputs agree on almost every line; the number of identical lines is printed per setting.
 
 The batch-1 setting translates the first --lines-b1 lines (a stream of single-sentence requests); the others the
-whole input."""
+whole input.
+
+--shortlist FILE: both toolkits decode with the same lexical shortlist (parla-shortlist's output, which is a
+CTranslate2 vocabulary map): parla with decoding.shortlist, CTranslate2 with the file as vmap.txt in a copy of its
+model folder and use_vmap=True. (CTranslate2 takes the union of a batch's vocabularies, parla each sentence's own, so
+at batch 64 CTranslate2's softmax runs over more tokens; identical-line counts show what that changes.)
+--isa avx2: both forced to their AVX2 code (ONEDNN_MAX_CPU_ISA=AVX2 for parla's oneDNN int8 products and
+its packed fp32 products, which honour it, and ATEN_CPU_CAPABILITY=avx2 for LibTorch; CT2_FORCE_CPU_ISA=AVX2 for CTranslate2)."""
 import argparse
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
@@ -57,6 +66,7 @@ def ct2_worker(a):
     sp_tgt = spm.SentencePieceProcessor(model_file=os.path.join(a.model, "target.spm"))
     translator = ctranslate2.Translator(a.model, device="cpu", compute_type=a.compute_type,
                                        intra_threads=a.intra, inter_threads=a.inter)
+    use_vmap = os.path.exists(os.path.join(a.model, "vmap.txt"))
     with open(a.input, encoding="utf-8") as f:
         lines = [l.rstrip("\n") for l in f]
     sources = [sp_src.encode(l, out_type=str) for l in lines]
@@ -64,7 +74,7 @@ def ct2_worker(a):
     start = time.perf_counter()
     results = translator.translate_batch([sources[i] for i in keep], beam_size=a.beam, length_penalty=0.0,
                                          max_batch_size=a.batch, batch_type="examples", max_decoding_length=256,
-                                         suppress_sequences=[["<pad>"], ["<s>"]]) if keep else []
+                                         suppress_sequences=[["<pad>"], ["<s>"]], use_vmap=use_vmap) if keep else []
     seconds = time.perf_counter() - start
     out = [""] * len(lines)
     tokens = 0
@@ -96,12 +106,14 @@ def one_run(a, cfg, setting, inp, out):
         cmd = [os.path.join(a.bin, "parla-translate"), "-m", a.checkpoint, "-i", inp, "-o", out, "-b", str(beam),
                "--batch-size", str(batch), "--length-penalty", "0", "--precision", prec, "--threads", str(intra),
                "--inter-threads", str(inter)]
+        if a.shortlist:
+            cmd += ["--shortlist", a.shortlist]
         text, rss = run_measured(cmd)
         m = RATE.search(text)
         if not m:
             sys.exit(f"no rate in parla-translate's log:\n{text[-2000:]}")
         return float(m.group(3)), rss
-    cmd = [sys.executable, os.path.abspath(__file__), "--ct2-worker", "--model", os.path.join(a.scratch, "ct2"),
+    cmd = [sys.executable, os.path.abspath(__file__), "--ct2-worker", "--model", a.ct2_model,
            "--compute-type", "int8_float32" if prec == "int8" else prec, "--input", inp, "--output", out,
            "--beam", str(beam), "--batch", str(batch), "--intra", str(intra), "--inter", str(inter)]
     text, rss = run_measured(cmd)
@@ -125,6 +137,8 @@ def main():
     ap.add_argument("--lines-b1", type=int, default=200)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default="", help="comma-separated configuration names to run (default: all)")
+    ap.add_argument("--shortlist", default="", help="a vocabulary map both toolkits decode with (see above)")
+    ap.add_argument("--isa", choices=["", "avx2"], default="", help="force both toolkits' AVX2 code")
     # child mode
     ap.add_argument("--ct2-worker", action="store_true", help=argparse.SUPPRESS)
     for k in ("--model", "--compute-type", "--output"):
@@ -142,6 +156,16 @@ def main():
     if not os.path.isdir(ct2_dir):
         subprocess.run([sys.executable, os.path.join(ROOT, "tools", "export-ctranslate2.py"), a.checkpoint, ct2_dir],
                        check=True)
+    a.ct2_model = ct2_dir
+    if a.shortlist:
+        a.shortlist = os.path.abspath(a.shortlist)
+        a.ct2_model = os.path.join(a.scratch, "ct2-vmap")
+        shutil.rmtree(a.ct2_model, ignore_errors=True)
+        shutil.copytree(ct2_dir, a.ct2_model)
+        shutil.copyfile(a.shortlist, os.path.join(a.ct2_model, "vmap.txt"))
+    if a.isa == "avx2":
+        os.environ.update(ONEDNN_MAX_CPU_ISA="AVX2", DNNL_MAX_CPU_ISA="AVX2", ATEN_CPU_CAPABILITY="avx2",
+                          CT2_FORCE_CPU_ISA="AVX2")
     b1_input = os.path.join(a.scratch, "input.b1")
     with open(a.input, encoding="utf-8") as f, open(b1_input, "w", encoding="utf-8") as g:
         g.writelines(l for _, l in zip(range(a.lines_b1), f))
@@ -152,7 +176,8 @@ def main():
         flags = next((l.split(":", 1)[1].split() for l in f if l.startswith("flags")), [])
     wanted = ["avx2", "fma", "avx512f", "avx512bw", "avx512vl", "avx512_vnni", "avx512_bf16", "amx_int8"]
     print(f"CPU: {os.cpu_count()} cores, flags {' '.join(x for x in wanted if x in flags)}; "
-          f"load {open('/proc/loadavg').read().split()[:3]}; rounds {a.rounds}", flush=True)
+          f"load {open('/proc/loadavg').read().split()[:3]}; rounds {a.rounds}"
+          f"{'; shortlist ' + a.shortlist if a.shortlist else ''}{'; forced ' + a.isa if a.isa else ''}", flush=True)
     for setting in SETTINGS:
         label, beam, batch, which = setting
         inp = b1_input if which == "b1" else a.input

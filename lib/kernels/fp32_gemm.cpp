@@ -1,5 +1,9 @@
 #include "kernels/fp32_gemm.h"
 
+#include <cctype>
+#include <cstdlib>
+#include <string>
+
 #include <immintrin.h>
 
 #include <algorithm>
@@ -135,12 +139,27 @@ void run_tile(const float* x, int64_t m, int64_t k, const float* tile, const flo
 
 }  // namespace
 
+Isa isa_limit(const char* max_cpu_isa) {
+  if (!max_cpu_isa) return Isa::kAvx512;
+  std::string v(max_cpu_isa);
+  for (auto& c : v) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (v.rfind("avx512", 0) == 0 || v == "all" || v.empty()) return Isa::kAvx512;
+  if (v.rfind("avx2", 0) == 0) return Isa::kAvx2;  // avx2, avx2_vnni, avx2_vnni_2
+  if (v == "sse41" || v == "avx" || v == "default") return Isa::kScalar;
+  return Isa::kAvx512;  // a name oneDNN would reject: no limit
+}
+
 Isa best_isa() {
   static const Isa isa = [] {
     __builtin_cpu_init();
-    if (__builtin_cpu_supports("avx512f")) return Isa::kAvx512;
-    if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) return Isa::kAvx2;
-    return Isa::kScalar;
+    Isa cpu = Isa::kScalar;
+    if (__builtin_cpu_supports("avx512f"))
+      cpu = Isa::kAvx512;
+    else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+      cpu = Isa::kAvx2;
+    const char* limit = std::getenv("ONEDNN_MAX_CPU_ISA");
+    if (!limit) limit = std::getenv("DNNL_MAX_CPU_ISA");
+    return std::min(cpu, isa_limit(limit));
   }();
   return isa;
 }

@@ -13,8 +13,13 @@
 namespace parla::kernels::fp32 {
 
 enum class Isa { kScalar, kAvx2, kAvx512 };
-// The fastest this CPU runs (AVX-512F, else AVX2 with FMA, else scalar).
+// The fastest this CPU runs (AVX-512F, else AVX2 with FMA, else scalar), no higher than ONEDNN_MAX_CPU_ISA (or
+// DNNL_MAX_CPU_ISA) allows: the one switch that puts oneDNN's products and parla's own on a lower instruction set,
+// to measure what a CPU without AVX-512 gets.
 Isa best_isa();
+// The highest ISA a ONEDNN_MAX_CPU_ISA value allows ("AVX2", "avx512_core_vnni", "SSE41", ...; null or unknown:
+// no limit), by oneDNN's names.
+Isa isa_limit(const char* max_cpu_isa);
 const char* isa_name(Isa isa);
 
 // W [n, k] (one row per output, LibTorch's Linear layout) laid out for gemm(): column tiles of 64 outputs, each

@@ -170,3 +170,17 @@ TEST_CASE("activations quantize per row as the scalar formula does, bit for bit,
     }
   }
 }
+
+TEST_CASE("select_rows of an int8 matrix keeps those rows' codes and scales: the same products, column for column",
+          "[int8]") {
+  torch::manual_seed(9);
+  auto m = Int8Matrix::quantize(torch::randn({90, 40}));
+  auto ids = torch::tensor(std::vector<int64_t>{89, 3, 0, 45, 46}, torch::kLong);
+  auto cut = m.select_rows(ids);
+  CHECK(torch::equal(cut.values, m.values.index_select(0, ids)));
+  CHECK(torch::equal(cut.scales, m.scales.index_select(0, ids)));
+  CHECK(torch::equal(cut.column_sums, m.column_sums.index_select(0, ids)));
+  auto x = torch::randn({7, 40});
+  // Integer sums are exact and each column is scaled on its own: the cut's products are the whole one's.
+  CHECK(torch::equal(int8_linear(x, cut), int8_linear(x, m).index_select(1, ids)));
+}

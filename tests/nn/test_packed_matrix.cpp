@@ -159,3 +159,31 @@ TEST_CASE("pack_fp32 leaves a model's step log-probabilities within fp32 roundin
   }
   unsetenv("PARLA_PACKED_FP32");
 }
+
+TEST_CASE("select_rows of a packed matrix is the packing of those rows: the same products, column for column") {
+  torch::manual_seed(8);
+  const int64_t n = 150, k = 24;  // three tiles, the last one partial
+  auto w = torch::randn({n, k});
+  auto m = parla::nn::PackedMatrix::pack(w);
+  auto ids = torch::tensor(std::vector<int64_t>{149, 0, 63, 64, 65, 128, 7}, torch::kLong);
+  auto cut = m.select_rows(ids);
+  CHECK(cut.rows == 7);
+  CHECK(cut.cols == k);
+  CHECK(torch::equal(cut.packed, parla::nn::PackedMatrix::pack(w.index_select(0, ids)).packed));
+  auto x = torch::randn({5, k});
+  // Each output is one fma chain over k whatever the columns around it: the cut's products are the whole one's.
+  CHECK(torch::equal(parla::nn::packed_linear(x, cut), parla::nn::packed_linear(x, m).index_select(1, ids)));
+  CHECK_THROWS(m.select_rows(torch::tensor(std::vector<int64_t>{n}, torch::kLong)));
+}
+
+TEST_CASE("ONEDNN_MAX_CPU_ISA caps the packed products' instruction set as it caps oneDNN's") {
+  CHECK(fp32::isa_limit(nullptr) == fp32::Isa::kAvx512);
+  CHECK(fp32::isa_limit("AVX2") == fp32::Isa::kAvx2);
+  CHECK(fp32::isa_limit("avx2_vnni") == fp32::Isa::kAvx2);
+  CHECK(fp32::isa_limit("AVX512_CORE_VNNI") == fp32::Isa::kAvx512);
+  CHECK(fp32::isa_limit("ALL") == fp32::Isa::kAvx512);
+  CHECK(fp32::isa_limit("SSE41") == fp32::Isa::kScalar);
+  CHECK(fp32::isa_limit("AVX") == fp32::Isa::kScalar);
+  const char* env = std::getenv("ONEDNN_MAX_CPU_ISA");
+  CHECK(fp32::best_isa() <= fp32::isa_limit(env));
+}
