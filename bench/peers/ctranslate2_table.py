@@ -27,8 +27,10 @@ whole input.
 CTranslate2 vocabulary map): parla with decoding.shortlist, CTranslate2 with the file as vmap.txt in a copy of its
 model folder and use_vmap=True. (CTranslate2 takes the union of a batch's vocabularies, parla each sentence's own, so
 at batch 64 CTranslate2's softmax runs over more tokens; identical-line counts show what that changes.)
---isa avx2: both forced to their AVX2 code (ONEDNN_MAX_CPU_ISA=AVX2 for parla's oneDNN int8 products and
-its packed fp32 products, which honour it, and ATEN_CPU_CAPABILITY=avx2 for LibTorch; CT2_FORCE_CPU_ISA=AVX2 for CTranslate2)."""
+--isa avx2: both forced to their AVX2 code: ONEDNN_MAX_CPU_ISA=AVX2 for parla's oneDNN int8 products and its
+packed fp32 products, which honour it, ATEN_CPU_CAPABILITY=avx2 for LibTorch's own kernels and
+OPENBLAS_CORETYPE=Haswell for its BLAS; CT2_FORCE_CPU_ISA=AVX2 for CTranslate2's kernels and
+MKL_ENABLE_INSTRUCTIONS=AVX2 for the oneMKL inside it."""
 import argparse
 import os
 import re
@@ -165,7 +167,7 @@ def main():
         shutil.copyfile(a.shortlist, os.path.join(a.ct2_model, "vmap.txt"))
     if a.isa == "avx2":
         os.environ.update(ONEDNN_MAX_CPU_ISA="AVX2", DNNL_MAX_CPU_ISA="AVX2", ATEN_CPU_CAPABILITY="avx2",
-                          CT2_FORCE_CPU_ISA="AVX2")
+                          OPENBLAS_CORETYPE="Haswell", CT2_FORCE_CPU_ISA="AVX2", MKL_ENABLE_INSTRUCTIONS="AVX2")
     b1_input = os.path.join(a.scratch, "input.b1")
     with open(a.input, encoding="utf-8") as f, open(b1_input, "w", encoding="utf-8") as g:
         g.writelines(l for _, l in zip(range(a.lines_b1), f))

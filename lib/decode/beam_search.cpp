@@ -71,7 +71,7 @@ void BeamSearch::add(const torch::Tensor& src, const std::vector<int64_t>& ids) 
       sent.slot = static_cast<int32_t>(now.size());
       now.push_back(sent.vocabulary);
     }
-    shortlist_.set_vocabularies(now);
+    shortlist_.set_vocabularies(now, V_);
     state_->shortlist = &shortlist_;
   }
 }

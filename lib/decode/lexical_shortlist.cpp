@@ -84,6 +84,7 @@ LexicalShortlist LexicalShortlist::Builder::build(const ShortlistOptions& o) con
     std::sort(targets.begin(), targets.end());
     if (!targets.empty()) out.rules_[0][{s}] = std::move(targets);
   }
+  out.finish();
   return out;
 }
 
@@ -93,21 +94,36 @@ const std::map<std::vector<int>, std::vector<int>>& LexicalShortlist::rules(size
 }
 
 std::vector<int64_t> LexicalShortlist::candidates(const int64_t* source, int64_t length) const {
-  std::vector<int64_t> out(always_.begin(), always_.end());
-  out.push_back(kEosId);
-  out.push_back(kUnkId);
+  // Marks instead of sorting the concatenated lists (a sentence's rules repeat most targets many times).
+  std::vector<char> marked(static_cast<size_t>(std::max(top_, static_cast<int>(kEosId)) + 1), 0);
+  for (int t : always_) marked[t] = 1;
+  marked[kEosId] = marked[kUnkId] = 1;
   std::vector<int> key;
   for (size_t n = 1; n <= rules_.size(); ++n) {
     if (rules_[n - 1].empty()) continue;
     for (int64_t i = 0; i + static_cast<int64_t>(n) <= length; ++i) {
       key.assign(source + i, source + i + n);
       auto it = rules_[n - 1].find(key);
-      if (it != rules_[n - 1].end()) out.insert(out.end(), it->second.begin(), it->second.end());
+      if (it != rules_[n - 1].end())
+        for (int t : it->second) marked[t] = 1;
     }
   }
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
+  std::vector<int64_t> out;
+  for (size_t t = 0; t < marked.size(); ++t)
+    if (marked[t]) out.push_back(static_cast<int64_t>(t));
   return out;
+}
+
+void LexicalShortlist::finish() {
+  auto tidy = [&](std::vector<int>& v) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    if (!v.empty()) top_ = std::max(top_, v.back());
+  };
+  top_ = 0;
+  tidy(always_);
+  for (auto& level : rules_)
+    for (auto& [key, targets] : level) tidy(targets);
 }
 
 LexicalShortlist LexicalShortlist::load(const std::string& path, const text::SentencePieceVocab& source,
@@ -144,13 +160,7 @@ LexicalShortlist LexicalShortlist::load(const std::string& path, const text::Sen
     rule.insert(rule.end(), targets.begin(), targets.end());
   }
   if (in.bad()) throw DataError("cannot read shortlist " + path + ": " + std::strerror(errno));
-  auto tidy = [](std::vector<int>& v) {
-    std::sort(v.begin(), v.end());
-    v.erase(std::unique(v.begin(), v.end()), v.end());
-  };
-  tidy(out.always_);
-  for (auto& level : out.rules_)
-    for (auto& [key, targets] : level) tidy(targets);
+  out.finish();
   return out;
 }
 

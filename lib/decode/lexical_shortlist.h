@@ -64,7 +64,9 @@ class LexicalShortlist {
   size_t max_ngram() const { return rules_.size(); }
 
  private:
+  void finish();  // sorts and dedupes every list, notes top_
   std::vector<int> always_;                                   // sorted
+  int top_ = 0;                                               // the largest target id in any list
   std::vector<std::map<std::vector<int>, std::vector<int>>> rules_;  // [n - 1]: n-gram -> sorted targets
 };
 

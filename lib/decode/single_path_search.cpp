@@ -27,7 +27,7 @@ std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const tor
   models::OutputShortlist shortlist;  // with o.shortlist: vocabularies[b] is sentence b's
   if (o.shortlist) {
     require_shortlist_support(model);
-    shortlist.set_vocabularies(sentence_vocabularies(*o.shortlist, src));
+    shortlist.set_vocabularies(sentence_vocabularies(*o.shortlist, src), model.vocab_size());
     state->shortlist = &shortlist;
   }
   torch::Tensor prev = torch::full({batch}, model.start_id(), torch::dtype(torch::kLong).device(src.device()));

@@ -23,9 +23,17 @@ struct OutputShortlist {
   // Changes whenever `columns` does: models keep their output weights sliced to `columns` until it changes.
   uint64_t version = 0;
 
-  // Replaces the sentences' vocabularies (sorted target ids each): columns become their union, version moves on.
-  void set_vocabularies(const std::vector<std::vector<int64_t>>& vocabularies_by_id);
+  // Replaces the sentences' vocabularies (sorted target ids < vocab each): columns become their union, filled up
+  // with ids of no sentence's vocabulary to a size of few distinct values (padded_width), and version moves on.
+  void set_vocabularies(const std::vector<std::vector<int64_t>>& vocabularies_by_id, int64_t vocab);
 };
+
+// The number of columns a union of `width` ids is filled up to (at most `vocab`): a multiple of 256, or of an eighth
+// of the largest power of two <= width when that is larger, so that 8 sizes fall in each octave and the padding
+// stays under width / 8 + 256 columns. The int8 products build (JIT-compile) a oneDNN primitive for every new
+// output width and keep it: exact widths gave a new one for almost every sentence at batch 1 (milliseconds each,
+// and a cache that grew without bound in a server).
+int64_t padded_width(int64_t width, int64_t vocab);
 
 // logits float [N, U] over `s.columns` (N = s.row_vocabulary.size()) -> log-probabilities float [N, vocab]: row r's
 // log-softmax over its vocabulary's columns, -inf elsewhere.

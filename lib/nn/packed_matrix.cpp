@@ -54,11 +54,12 @@ torch::Tensor packed_linear(const torch::Tensor& x, const PackedMatrix& m, const
 }
 
 bool packed_fp32_wanted(int intra_threads) {
-  if (kernels::fp32::best_isa() != kernels::fp32::Isa::kAvx512) return false;
+  const auto isa = kernels::fp32::best_isa();
+  if (isa == kernels::fp32::Isa::kScalar) return false;
   const char* env = std::getenv("PARLA_PACKED_FP32");
   if (env && std::strcmp(env, "0") == 0) return false;
   if (env && std::strcmp(env, "1") == 0) return true;
-  return intra_threads == 1;
+  return intra_threads == 1 && isa == kernels::fp32::Isa::kAvx512;
 }
 
 }  // namespace parla::nn

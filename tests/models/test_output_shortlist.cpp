@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <limits>
 #include <random>
+#include <set>
 
 #include <torch/torch.h>
 
@@ -34,7 +35,7 @@ OutputShortlist random_shortlist(int sentences, int rows, int64_t vocab, unsigne
     by_id.push_back(v);
   }
   OutputShortlist out;
-  out.set_vocabularies(by_id);
+  out.set_vocabularies(by_id, vocab);
   for (int r = 0; r < rows; ++r) out.row_vocabulary.push_back(static_cast<int32_t>(rng() % sentences));
   return out;
 }
@@ -102,12 +103,47 @@ TEST_CASE("shortlist log-softmax: each row over its own vocabulary as the formul
     // The union's other columns do not change a row: the same row with a one-sentence shortlist gives the same bits.
     for (int64_t r = 0; r < 9; ++r) {
       OutputShortlist alone;
-      alone.set_vocabularies({ids_of(s, s.row_vocabulary[r])});
+      alone.set_vocabularies({ids_of(s, s.row_vocabulary[r])}, V);
       alone.row_vocabulary = {0};
       auto single = shortlist_log_softmax(full[r].index_select(0, alone.columns).unsqueeze(0), alone, V);
       CHECK(torch::equal(single[0], logp[r]));
     }
   }
+}
+
+TEST_CASE("shortlist columns: the union of the vocabularies, filled up with other ids to one of few widths",
+          "[shortlist]") {
+  // padded_width against its definition: a multiple of max(256, (largest power of two <= width) / 8), at most the
+  // vocabulary.
+  for (int64_t width : {1, 255, 256, 257, 1000, 1025, 3000, 4095, 4096, 4097, 40000}) {
+    int64_t octave = 1;
+    for (int64_t p = 1; p <= width; p *= 2) octave = p;
+    const int64_t step = std::max<int64_t>(256, octave / 8), want = (width + step - 1) / step * step;
+    INFO("width " << width);
+    CHECK(padded_width(width, 1 << 20) == want);
+    CHECK(padded_width(width, 1 << 20) < width + width / 8 + 256);
+    CHECK(padded_width(width, width + 3) == std::min(want, width + 3));
+  }
+  std::set<int64_t> distinct;
+  for (int64_t width = 1; width <= 8000; ++width) distinct.insert(padded_width(width, 8000));
+  CHECK(distinct.size() <= 8 * 5 + 1);  // 8 per octave above 2048, 256-steps below
+
+  const int64_t V = 5000;
+  OutputShortlist s;
+  s.set_vocabularies({{3, 17, 4999}, {3, 1000, 1001}, {}}, V);
+  const auto cols = s.columns;
+  REQUIRE(cols.size(0) == 256);
+  CHECK(torch::equal(std::get<0>(cols.sort()), cols));               // sorted
+  CHECK(std::get<0>(torch::_unique(cols)).size(0) == cols.size(0));  // distinct
+  CHECK(cols.max().item<int64_t>() == 4999);
+  CHECK(ids_of(s, 0) == std::vector<int64_t>{3, 17, 4999});
+  CHECK(ids_of(s, 1) == std::vector<int64_t>{3, 1000, 1001});
+  CHECK(s.vocabularies[2].empty());
+  const auto before = s.version;
+  s.set_vocabularies({{3}}, 10);
+  CHECK(s.version == before + 1);
+  CHECK(s.columns.size(0) == 10);  // filled up to the whole (small) vocabulary
+  CHECK_THROWS(s.set_vocabularies({{10}}, 10));
 }
 
 TEST_CASE("shortlist log-softmax refuses logits of the wrong shape", "[shortlist]") {
@@ -118,7 +154,7 @@ TEST_CASE("shortlist log-softmax refuses logits of the wrong shape", "[shortlist
 
 TEST_CASE("a Transformer's step with a shortlist is its full step renormalised over each row's vocabulary",
           "[shortlist]") {
-  const int64_t V = 50;
+  const int64_t V = 700;
   struct Variant {
     const char* name;
     bool tie, bias, pack, int8;
@@ -158,7 +194,7 @@ TEST_CASE("an RNN's step with a shortlist is its full step renormalised over eac
 }
 
 TEST_CASE("a Transformer re-slices its output projection when the shortlist's columns change", "[shortlist]") {
-  const int64_t V = 30;
+  const int64_t V = 600;
   auto model = tiny(parla::testing::tiny_transformer(), V, 13);
   torch::NoGradGuard g;
   auto src = torch::randint(4, V, {2, 5}, torch::kLong);
@@ -166,11 +202,12 @@ TEST_CASE("a Transformer re-slices its output projection when the shortlist's co
   auto prev = torch::full({2}, kBosId, torch::kLong);
   auto full_state = model->start(src), short_state = model->start(src);
   OutputShortlist s;
-  s.set_vocabularies({{kEosId, 5, 6, 7}, {kEosId, 8, 9}});
+  s.set_vocabularies({{kEosId, 5, 6, 7}, {kEosId, 8, 9}}, V);
   s.row_vocabulary = {0, 1};
   short_state->shortlist = &s;
   check_rows(model->step(prev, *short_state), model->step(prev, *full_state), s, 2e-5);
-  s.set_vocabularies({{kEosId, 10, 20, 29}, {kEosId, 4, 11, 12, 13}});  // new columns, same object
+  s.set_vocabularies({{kEosId, 10, 20, 299, 599}, {kEosId, 4, 11, 12, 598}}, V);  // new columns, same object
+  REQUIRE(s.columns.size(0) == 256);
   auto restricted = model->step(prev, *short_state);
   check_rows(restricted, model->step(prev, *full_state), s, 2e-5);
 }
