@@ -31,6 +31,7 @@
 #include "models/checkpoint.h"
 #include "models/int8_quantization.h"
 #include "models/packed_fp32.h"
+#include "kernels/fp32_gemm.h"
 #include "kernels/int8_gemm.h"
 
 namespace parla::decode {
@@ -119,7 +120,7 @@ Translator Translator::load(const std::vector<std::string>& checkpoints, const D
     spdlog::info("loaded {} ({} model{})", path,
                  loaded.meta.config.value("model", nlohmann::json::object()).value("type", std::string("?")),
                  int8     ? ", int8 on " + kernels::int8::activation_code().isa
-                 : packed ? std::string(", fp32 packed for avx512")
+                 : packed ? ", fp32 packed for " + std::string(kernels::fp32::isa_name(kernels::fp32::best_isa()))
                           : std::string());
     members.push_back(std::move(loaded.model));
   }

@@ -28,7 +28,9 @@ torch::Tensor packed_linear(const torch::Tensor& x, const PackedMatrix& m, const
 // when each search has one thread. Measured on a 2-core Xeon VM (docs/BENCHMARKS.md): one thread per search 1.1x
 // to 1.9x faster; two threads on one search 0.8x at batch 1, because the second core, no longer kept busy by the
 // BLAS's spinning threads, sleeps between LibTorch's parallel operations and each wake-up costs more than it saves.
-// PARLA_PACKED_FP32=1 packs at any thread count, =0 never (both to compare).
+// On AVX2 (the same machine with ONEDNN_MAX_CPU_ISA=AVX2, OpenBLAS on its Haswell kernels) packing is 1.4x faster at
+// beam 5 batch 1 but 0.64x at batch 64, so it is not the default there. PARLA_PACKED_FP32=1 packs at any thread
+// count and on AVX2, =0 never (both to compare).
 bool packed_fp32_wanted(int intra_threads);
 
 }  // namespace parla::nn
