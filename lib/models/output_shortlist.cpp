@@ -9,35 +9,17 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "kernels/exp_nonpositive.h"
+
 namespace parla::models {
 namespace {
 
 constexpr int kLanes = 16;
 
-// exp(x) for x <= 0 (a logit minus its row's maximum): 2^k exp(r) with k = round(x / ln 2), |r| <= ln 2 / 2, and
-// exp(r) by its Taylor series to r^7 (truncation below 5e-9 relative, under float's rounding). Plain arithmetic that
-// the compiler vectorises, so the softmax's exponentials cost what LibTorch's vectorised ones do; every element is
-// computed on its own, so its value does not depend on where it sits. Below -87 (exp < 1.7e-38) the result is
-// exp(-87): nothing a sum with the maximum's 1 can notice.
+// e^x of a row's logits minus their maximum (kernels/exp_nonpositive.h), in a loop compiled per instruction set.
 __attribute__((target_clones("avx512f", "avx2", "default")))
 void exp_nonpositive(const float* x, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = std::max(x[i], -87.0f);
-    const float k = std::floor(v * 1.44269504f + 0.5f);
-    const float r = (v - k * 0.693359375f) + k * 2.12194440e-4f;  // ln 2 = 355/512 - 2.1219444e-4: k * 355/512 is exact
-    float p = 1.0f / 5040;
-    p = p * r + 1.0f / 720;
-    p = p * r + 1.0f / 120;
-    p = p * r + 1.0f / 24;
-    p = p * r + 1.0f / 6;
-    p = p * r + 0.5f;
-    p = p * r + 1.0f;
-    p = p * r + 1.0f;
-    const int32_t bits = (static_cast<int32_t>(k) + 127) << 23;
-    float scale;
-    std::memcpy(&scale, &bits, sizeof scale);
-    out[i] = p * scale;
-  }
+  for (int64_t i = 0; i < n; ++i) out[i] = kernels::exp_nonpositive(x[i]);
 }
 
 // The sum of x[0..n) in a fixed order: kLanes running sums (element i goes to lane i % kLanes), then the lanes in

@@ -560,7 +560,7 @@ TEST_CASE("parla-translate on a GPU gives the CPU's translations", "[translate_a
   CHECK(past.err.find("--device") != std::string::npos);
 }
 
-TEST_CASE("parla-shortlist builds a shortlist that parla-translate decodes with, the same text at batch 1 and 64; "
+TEST_CASE("parla-shortlist builds a shortlist that parla-translate decodes with, the same text at batch 1 and 64, "
           "bad files are refused naming them", "[translate_app][shortlist]") {
   auto& f = fixture();
   const auto& words = parla::testing::toy_words();
