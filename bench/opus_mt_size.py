@@ -2,7 +2,7 @@
 """parla against CTranslate2 on an OPUS-MT-sized model (issue 34, "Measure and record").
 
   .venv-torch2/bin/python bench/opus_mt_size.py SCRATCH [--bin build-unity/bin] [--rounds 5] [--length 32]
-      [--lines 256] [--lines-b1 32] [--converter-rounds 3] [--data ../shared/data/multi30k]
+      [--lines 256] [--lines-b1 32] [--converter-rounds 3] [--data ../shared/data/multi30k] [--layout 1x2]
 
 SCRATCH gets a Hugging Face MarianMT folder shaped like OPUS-MT's en-de model (6+6 layers, d_model 512, 8 heads,
 ffn 2048, swish, a shared vocabulary of 58,101 entries, tied embeddings, random weights), parla's and
@@ -140,7 +140,7 @@ def ct2_worker(a):
     sp_src = spm.SentencePieceProcessor(model_file=os.path.join(a.hf, "source.spm"))
     sp_tgt = spm.SentencePieceProcessor(model_file=os.path.join(a.hf, "target.spm"))
     translator = ctranslate2.Translator(a.model, device="cpu", compute_type=a.compute_type,
-                                       intra_threads=a.threads, inter_threads=1)
+                                       intra_threads=a.threads, inter_threads=a.inter)
     with open(a.input, encoding="utf-8") as f:
         # MarianTokenizer appends </s> to the source; CTranslate2 leaves that to its caller.
         sources = [sp_src.encode(l.rstrip("\n"), out_type=str) + ["</s>"] for l in f]
@@ -153,17 +153,17 @@ def ct2_worker(a):
             g.write(" ".join(hyp) + "\n")
 
 
-def parla_cmd(bin_dir, model, inp, out, batch, length, extra=(), threads=THREADS):
+def parla_cmd(bin_dir, model, inp, out, batch, length, extra=(), threads=THREADS, inter=1):
     # --max-length-factor must be > 0: 1e-6 x (fewer than a million source pieces) floors to nothing.
     return [os.path.join(bin_dir, "parla-translate"), "-q", "-m", model, "-i", inp, "-o", out, "-b", str(BEAM),
-            "--batch-size", str(batch), "--threads", str(threads), "--length-penalty", "1.0",
-            "--max-length-factor", "1e-6", "--max-length-offset", str(length), *extra]
+            "--batch-size", str(batch), "--threads", str(threads), "--inter-threads", str(inter),
+            "--length-penalty", "1.0", "--max-length-factor", "1e-6", "--max-length-offset", str(length), *extra]
 
 
-def ct2_cmd(hf, model, compute_type, inp, out, batch, length, threads=THREADS):
+def ct2_cmd(hf, model, compute_type, inp, out, batch, length, threads=THREADS, inter=1):
     return [sys.executable, os.path.abspath(__file__), "--ct2-worker", "--hf", hf, "--model", model,
             "--compute-type", compute_type, "--input", inp, "--output", out, "--batch", str(batch),
-            "--max-steps", str(length + 1), "--threads", str(threads)]
+            "--max-steps", str(length + 1), "--threads", str(threads), "--inter", str(inter)]
 
 
 def mmm(values, fmt="{:.2f}"):
@@ -189,6 +189,7 @@ def main():
         ap.add_argument("--batch", type=int, required=True)
         ap.add_argument("--max-steps", type=int, required=True)
         ap.add_argument("--threads", type=int, default=THREADS)
+        ap.add_argument("--inter", type=int, default=1)
         return ct2_worker(ap.parse_args())
 
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -202,7 +203,12 @@ def main():
     ap.add_argument("--lines-b1", type=int, default=32, help="sentences per run at batch 1")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--skip-converters", action="store_true", help="reuse the conversions of an earlier run")
+    ap.add_argument("--layout", choices=["2x1", "1x2"], default="2x1",
+                    help="2x1: both threads on one batch, with 1-thread side rows at batch 1 (the default); 1x2: one "
+                         "thread on each of two batches at once (parla's --inter-threads 2, CTranslate2's "
+                         "inter_threads=2), no side rows")
     a = ap.parse_args()
+    threads, inter = (1, 2) if a.layout == "1x2" else (THREADS, 1)
 
     s = os.path.abspath(a.scratch)
     hf = os.path.join(s, "hf")
@@ -259,10 +265,10 @@ def main():
     empty = os.path.join(s, "empty.en")
     open(empty, "w").close()
     configs = {
-        "parla fp32": lambda i, o, b: parla_cmd(bin_dir, fp32, i, o, b, a.length),
-        "parla int8": lambda i, o, b: parla_cmd(bin_dir, int8, i, o, b, a.length),
-        "CT2 float32": lambda i, o, b: ct2_cmd(hf, ct2_f32, "float32", i, o, b, a.length),
-        "CT2 int8": lambda i, o, b: ct2_cmd(hf, ct2_i8, "int8", i, o, b, a.length),
+        "parla fp32": lambda i, o, b: parla_cmd(bin_dir, fp32, i, o, b, a.length, threads=threads, inter=inter),
+        "parla int8": lambda i, o, b: parla_cmd(bin_dir, int8, i, o, b, a.length, threads=threads, inter=inter),
+        "CT2 float32": lambda i, o, b: ct2_cmd(hf, ct2_f32, "float32", i, o, b, a.length, threads, inter),
+        "CT2 int8": lambda i, o, b: ct2_cmd(hf, ct2_i8, "int8", i, o, b, a.length, threads, inter),
     }
     # Side rows, batch 1 only: int8 on one thread. A first run found CTranslate2's int8 at batch 1 2.7x faster on
     # one thread than on two (tiny products, where waking a second thread costs more than it saves; parla runs
@@ -270,7 +276,7 @@ def main():
     side = {
         "parla int8, 1 thread": lambda i, o, b: parla_cmd(bin_dir, int8, i, o, b, a.length, threads=1),
         "CT2 int8, 1 thread": lambda i, o, b: ct2_cmd(hf, ct2_i8, "int8", i, o, b, a.length, threads=1),
-    }
+    } if a.layout == "2x1" else {}
     out = lambda c, b: os.path.join(s, "out." + c.replace(" ", "-") + f".b{b}")
 
     # The lengths, checked before anything is timed: parla's hard alignment has one pair per output piece
@@ -309,7 +315,7 @@ def main():
     print(f"load average at end: {load_average()}")
 
     steps = a.length + 1
-    print(f"\nbeam {BEAM}, {THREADS} threads, {a.rounds} rounds (min / median / max); target tokens = sentences x "
+    print(f"\nbeam {BEAM}, layout {a.layout} (threads x batches at once), {a.rounds} rounds (min / median / max); target tokens = sentences x "
           f"{steps} decoder steps (parla: {a.length} pieces and the </s> it forces; CTranslate2: {steps} pieces)")
     print("| toolkit | batch | sentences | sentences/s | target tokens/s | peak RSS MiB | start-up s, MiB (median) |")
     print("|---|---|---|---|---|---|---|")
@@ -340,7 +346,7 @@ def main():
         print(f"batch {b}: CTranslate2 output lengths (pieces): {lens}")
         pairs = [("parla fp32", "parla int8"), ("CT2 float32", "CT2 int8"), ("parla fp32", "CT2 float32 cut"),
                  ("parla int8", "CT2 int8 cut")]
-        pairs += [("parla int8", "parla int8, 1 thread"), ("CT2 int8", "CT2 int8, 1 thread")] * (b == 1)
+        pairs += [("parla int8", "parla int8, 1 thread"), ("CT2 int8", "CT2 int8, 1 thread")] * (b == 1 and bool(side))
         for x, y in pairs:
             same = sum(u == v for u, v in zip(texts[x], texts[y]))
             print(f"batch {b}: {x} and {y} identical on {same}/{len(texts[x])} lines")
