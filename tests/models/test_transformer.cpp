@@ -1,11 +1,15 @@
 // The Transformer translation model: incremental decoding, masks, positions, sizes.
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 #include <torch/torch.h>
 
 #include "support/choice.h"
 #include "core/error.h"
 #include "models/factory.h"
+#include "models/int8_quantization.h"
+#include "models/packed_fp32.h"
 #include "models/transformer.h"
 #include "models/tiny_config.h"
 #include "runtime/runtime_device.h"
@@ -346,4 +350,53 @@ TEST_CASE("a transformer under bf16 autocast on a GPU gives the fp32 CPU outputs
   // bfloat16 keeps 8 bits of mantissa (relative error 2^-8 per rounding); a few roundings per layer on logits
   // of magnitude ~3 stay well inside 0.1.
   CHECK(max_abs_diff(reference, bf16) < 0.1);
+}
+
+TEST_CASE("in inference, a sentence's encoder output is the same bits alone and padded in a batch (fp32, packed, "
+          "int8), and within rounding of the training path's") {
+  for (std::string kind : {"fp32", "packed", "int8"}) {
+    INFO(kind);
+    torch::manual_seed(21);
+    auto cfg = tiny_transformer();
+    cfg.dropout = 0;
+    auto model = std::dynamic_pointer_cast<TransformerModel>(build_seq2seq(cfg, 60, 60));
+    model->eval();
+    if (kind == "packed") {
+      setenv("PARLA_PACKED_FP32", "1", 1);
+      pack_fp32(*model);
+      unsetenv("PARLA_PACKED_FP32");
+    }
+    if (kind == "int8") quantize_int8(*model);
+    torch::NoGradGuard no_grad;
+    // Lengths 3, 9, 17, 30 padded to 31: every padding amount, and tails of every vector width.
+    std::vector<std::vector<int64_t>> sentences;
+    for (int64_t n : {3, 9, 17, 30}) {
+      std::vector<int64_t> s;
+      for (int64_t i = 0; i < n; ++i) s.push_back(4 + (i * 7 + n) % 56);
+      s.push_back(parla::kEosId);
+      sentences.push_back(s);
+    }
+    auto batch = torch::full({4, 31}, parla::kPadId, torch::kLong);
+    for (int64_t i = 0; i < 4; ++i)
+      batch[i].narrow(0, 0, static_cast<int64_t>(sentences[i].size())).copy_(torch::tensor(sentences[i], torch::kLong));
+    auto together = model->encode(batch);
+    for (int64_t i = 0; i < 4; ++i) {
+      auto alone = model->encode(torch::tensor(sentences[i], torch::kLong).unsqueeze(0));
+      const int64_t n = alone.size(1);
+      if (kind != "fp32") {  // LibTorch's own products (unpacked fp32) are not row-for-row invariant themselves
+        CHECK(torch::equal(together[i].narrow(0, 0, n), alone[0]));
+      } else {
+        CHECK(max_abs_diff(together[i].narrow(0, 0, n), alone[0]) < 1e-5);
+      }
+    }
+    // The same layers with gradients on take LibTorch's path (training): the same values within rounding.
+    if (kind == "fp32") {
+      torch::GradMode::set_enabled(true);
+      auto src = batch.clone();
+      for (auto& p : model->parameters()) p.set_requires_grad(true);
+      auto trained = model->encode(src);
+      torch::GradMode::set_enabled(false);
+      CHECK(max_abs_diff(trained.detach(), together) < 1e-5);
+    }
+  }
 }
