@@ -3,21 +3,18 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "text/special_ids.h"
+#include "decode/step_constraints.h"
 
 namespace parla::decode {
 
 std::vector<std::vector<int64_t>> sentence_vocabularies(const LexicalShortlist& shortlist, const torch::Tensor& src) {
   auto host = src.to(torch::kCPU, torch::kLong).contiguous();
-  const int64_t batch = host.size(0), width = host.size(1);
+  const int64_t width = host.size(1);
+  const auto lengths = source_lengths(host);  // the pieces, without EOS and padding
   std::vector<std::vector<int64_t>> out;
-  out.reserve(batch);
-  for (int64_t b = 0; b < batch; ++b) {
-    const int64_t* row = host.data_ptr<int64_t>() + b * width;
-    int64_t length = 0;  // the pieces, without EOS and padding
-    while (length < width && row[length] != kPadId && row[length] != kEosId) ++length;
-    out.push_back(shortlist.candidates(row, length));
-  }
+  out.reserve(lengths.size());
+  for (size_t b = 0; b < lengths.size(); ++b)
+    out.push_back(shortlist.candidates(host.data_ptr<int64_t>() + static_cast<int64_t>(b) * width, lengths[b]));
   return out;
 }
 
