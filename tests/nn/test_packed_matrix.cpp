@@ -135,7 +135,8 @@ TEST_CASE("pack_fp32 leaves a model's step log-probabilities within fp32 roundin
   setenv("PARLA_PACKED_FP32", "0", 1);
   CHECK_FALSE(parla::nn::packed_fp32_wanted(1));
   setenv("PARLA_PACKED_FP32", "1", 1);
-  CHECK(parla::nn::packed_fp32_wanted(4) == avx512);
+  // Forced, it packs on AVX2 too (where it is not the default: 1.4x at batch 1, 0.64x at batch 64).
+  CHECK(parla::nn::packed_fp32_wanted(4) == (fp32::best_isa() != fp32::Isa::kScalar));
   if (!avx512) {
     unsetenv("PARLA_PACKED_FP32");
     return;  // nothing is packed on this CPU: the model keeps LibTorch's products
