@@ -7,6 +7,7 @@
 #include <map>
 #include <mutex>
 #include <stdexcept>
+#include <unordered_map>
 #include <utility>
 #include <vector>
 
@@ -157,21 +158,46 @@ void quantize_activations(const float* x, int64_t rows, int64_t cols, const Acti
 
 void gemm_u8s8s32(int64_t m, const uint8_t* a, const PackedWeights& b, int32_t* acc) {
   if (m == 0 || b.n == 0) return;
-  const Matmul mm = matmul_for(m, b.desc);
-  dnnl::memory am(activations_desc(m, b.k), engine(), const_cast<uint8_t*>(a));
-  dnnl::memory cm(accumulators_desc(m, b.n), engine(), acc);
+  // This thread's memory objects and argument map per (m, weight layout), made once: creating three dnnl::memory
+  // objects and the map on every call cost a few microseconds, as much as a decoder step's product of five rows.
+  // Only the data handles change between calls (memory objects are not shared between threads).
+  struct Call {
+    dnnl::memory::desc weights;
+    Matmul mm;
+    dnnl::memory src, dst, scratchpad;
+    std::unordered_map<int, dnnl::memory> args;
+  };
+  thread_local std::map<int64_t, std::vector<std::unique_ptr<Call>>> calls;
   thread_local dnnl::stream stream(engine());
   thread_local std::vector<uint8_t> scratch;  // this thread's scratchpad, grown to the largest product's need
-  if (scratch.size() < mm.scratchpad.get_size()) scratch.resize(mm.scratchpad.get_size());
-  dnnl::memory sm(mm.scratchpad, engine(), scratch.data());
+  Call* call = nullptr;
+  auto& entries = calls[m];
+  for (auto& e : entries)
+    if (e->weights == b.desc) call = e.get();
+  if (!call) {
+    auto c = std::make_unique<Call>();
+    c->weights = b.desc;
+    c->mm = matmul_for(m, b.desc);
+    c->src = dnnl::memory(activations_desc(m, b.k), engine(), DNNL_MEMORY_NONE);
+    c->dst = dnnl::memory(accumulators_desc(m, b.n), engine(), DNNL_MEMORY_NONE);
+    c->scratchpad = dnnl::memory(c->mm.scratchpad, engine(), DNNL_MEMORY_NONE);
+    c->args = {{DNNL_ARG_SRC, c->src}, {DNNL_ARG_DST, c->dst}, {DNNL_ARG_SCRATCHPAD, c->scratchpad}};
+    entries.push_back(std::move(c));
+    call = entries.back().get();
+  }
+  if (scratch.size() < call->mm.scratchpad.get_size()) scratch.resize(call->mm.scratchpad.get_size());
+  call->src.set_data_handle(const_cast<uint8_t*>(a));
+  call->dst.set_data_handle(acc);
+  call->scratchpad.set_data_handle(scratch.data());
+  call->args[DNNL_ARG_WEIGHTS] = b.data;
   // Some kernels (oneDNN's gemm-based one, on CPUs without VNNI) take the thread count when they run: a small
   // product is run from a one-thread region as well.
   const int threads = omp_get_max_threads();
   const bool alone = m * b.k * b.n < kParallelMacs;
   if (alone) omp_set_num_threads(1);
-  mm.primitive.execute(stream,
-                       {{DNNL_ARG_SRC, am}, {DNNL_ARG_WEIGHTS, b.data}, {DNNL_ARG_DST, cm}, {DNNL_ARG_SCRATCHPAD, sm}});
+  call->mm.primitive.execute(stream, call->args);
   stream.wait();
+  call->args.erase(DNNL_ARG_WEIGHTS);  // no reference kept to a matrix that may be freed
   if (alone) omp_set_num_threads(threads);
 }
 

@@ -56,6 +56,17 @@ torch::Tensor int8_linear(const torch::Tensor& x, const Int8Matrix& m, const tor
   const int64_t k = m.cols(), n = m.rows();
   auto xf = x.to(torch::kFloat).reshape({-1, k}).contiguous();
   const int64_t rows = xf.size(0);
+  auto y = torch::empty({rows, n}, torch::kFloat);
+  torch::Tensor b = bias.defined() ? bias.to(torch::kFloat).contiguous() : torch::Tensor();
+  int8_linear(xf.data_ptr<float>(), rows, m, b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr<float>());
+  auto shape = x.sizes().vec();
+  shape.back() = n;
+  return y.view(shape);
+}
+
+void int8_linear(const float* x, int64_t rows, const Int8Matrix& m, const float* bias, float* y) {
+  TORCH_CHECK(!m.fallback.defined() && m.packed, "int8_linear: this CPU multiplies the dequantized matrix");
+  const int64_t k = m.cols(), n = m.rows();
   const auto& code = kernels::int8::activation_code();
   // The codes and row scales live only during this call: a buffer per thread instead of two tensors per call
   // (at batch 1 a decoder step makes ~25 of these calls, and creating a tensor costs about a microsecond).
@@ -63,28 +74,21 @@ torch::Tensor int8_linear(const torch::Tensor& x, const Int8Matrix& m, const tor
   thread_local std::vector<float> row_scale;
   if (q.size() < static_cast<size_t>(rows * k)) q.resize(rows * k);
   if (row_scale.size() < static_cast<size_t>(rows)) row_scale.resize(rows);
-  auto y = torch::empty({rows, n}, torch::kFloat);  // the int32 accumulators first, then the result in place
   // The two element-wise passes are memory-bound and, at 320 rows and 8,000 outputs, cost a third of the product:
   // they are split by rows over LibTorch's threads (rows are independent, so the split changes no result), in tasks
   // of at least 128k elements: waking a sleeping thread costs more than a smaller pass (a beam-5 batch-1 step's
   // 5 x 8,000 dequantize split in two made the search slower on two threads than on one).
-  const float* xp = xf.data_ptr<float>();
   uint8_t* qp = q.data();
   float* sp = row_scale.data();
   at::parallel_for(0, rows, std::max<int64_t>(1, kMinTaskElements / k), [&](int64_t begin, int64_t end) {
-    kernels::int8::quantize_activations(xp + begin * k, end - begin, k, code, qp + begin * k, sp + begin);
+    kernels::int8::quantize_activations(x + begin * k, end - begin, k, code, qp + begin * k, sp + begin);
   });
-  float* yp = y.data_ptr<float>();
-  kernels::int8::gemm_u8s8s32(rows, qp, *m.packed, reinterpret_cast<int32_t*>(yp));
-  torch::Tensor b = bias.defined() ? bias.to(torch::kFloat).contiguous() : torch::Tensor();
-  const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
+  // y holds the int32 accumulators first, then the result in place.
+  kernels::int8::gemm_u8s8s32(rows, qp, *m.packed, reinterpret_cast<int32_t*>(y));
   at::parallel_for(0, rows, std::max<int64_t>(1, kMinTaskElements / n), [&](int64_t begin, int64_t end) {
-    kernels::int8::dequantize(yp + begin * n, end - begin, n, code.offset, m.column_sums.data_ptr<int32_t>(), sp + begin,
-                     m.scales.data_ptr<float>(), bp);
+    kernels::int8::dequantize(y + begin * n, end - begin, n, code.offset, m.column_sums.data_ptr<int32_t>(),
+                              sp + begin, m.scales.data_ptr<float>(), bias);
   });
-  auto shape = x.sizes().vec();
-  shape.back() = n;
-  return y.view(shape);
 }
 
 torch::Tensor released_like(const torch::Tensor& like) {

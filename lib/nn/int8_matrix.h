@@ -35,6 +35,9 @@ struct Int8Matrix {
 
 // x float [..., k] (CPU) times m^T plus bias (float [n] or undefined) -> float [..., n].
 torch::Tensor int8_linear(const torch::Tensor& x, const Int8Matrix& m, const torch::Tensor& bias = {});
+// The same over raw buffers: x [rows, k] -> y [rows, n] (row-major, y not overlapping x), bias [n] or null; the same
+// bits as the tensor form. Only where the product runs in int8 (m.fallback undefined).
+void int8_linear(const float* x, int64_t rows, const Int8Matrix& m, const float* bias, float* y);
 
 // A float tensor with `like`'s shape that owns no memory (one element, zero strides): what a quantized module keeps
 // in place of its float weight, so that shape and dtype queries still answer while the memory is freed.

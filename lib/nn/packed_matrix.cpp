@@ -42,15 +42,16 @@ torch::Tensor packed_linear(const torch::Tensor& x, const PackedMatrix& m, const
   const int64_t rows = xf.size(0);
   auto y = torch::empty({rows, n}, torch::kFloat);
   torch::Tensor b = bias.defined() ? bias.to(torch::kFloat).contiguous() : torch::Tensor();
-  const float* bp = b.defined() ? b.data_ptr<float>() : nullptr;
-  const float* xp = xf.data_ptr<float>();
-  const float* wp = m.packed.data_ptr<float>();
-  float* yp = y.data_ptr<float>();
-  // As many threads as LibTorch's intra-op setting of this thread (runtime.threads).
-  kernels::fp32::gemm(xp, rows, k, wp, n, bp, yp, at::get_num_threads(), kernels::fp32::best_isa());
+  packed_linear(xf.data_ptr<float>(), rows, m, b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr<float>());
   auto shape = x.sizes().vec();
   shape.back() = n;
   return y.view(shape);
+}
+
+void packed_linear(const float* x, int64_t rows, const PackedMatrix& m, const float* bias, float* y) {
+  // As many threads as LibTorch's intra-op setting of this thread (runtime.threads).
+  kernels::fp32::gemm(x, rows, m.cols, m.packed.data_ptr<float>(), m.rows, bias, y, at::get_num_threads(),
+                      kernels::fp32::best_isa());
 }
 
 bool packed_fp32_wanted(int intra_threads) {

@@ -23,6 +23,8 @@ struct PackedMatrix {
 
 // x float [..., k] (CPU) times m^T plus bias (float [n] or undefined) -> float [..., n].
 torch::Tensor packed_linear(const torch::Tensor& x, const PackedMatrix& m, const torch::Tensor& bias = {});
+// The same over raw buffers: x [rows, k] -> y [rows, n] (row-major, not overlapping), bias [n] or null.
+void packed_linear(const float* x, int64_t rows, const PackedMatrix& m, const float* bias, float* y);
 
 // Whether to decode with packed products, at `intra_threads` LibTorch threads per search: on CPUs with AVX-512F,
 // when each search has one thread. Measured on a 2-core Xeon VM (docs/BENCHMARKS.md): one thread per search 1.1x

@@ -70,9 +70,31 @@ void KeyValueCache::append(const torch::Tensor& k, const torch::Tensor& v) {
     if (kept > 0) ancestor_table_.narrow(1, first_, kept).copy_(iota_.narrow(0, 0, n).unsqueeze(1).expand({n, kept}));
     base_ = first_;
   }
-  auto key = key_buffer_[t - base_].narrow(0, 0, n), value = value_buffer_[t - base_].narrow(0, 0, n);
-  key.copy_(k);
-  value.copy_(v);
+  auto key = key_buffer_[t - base_], value = value_buffer_[t - base_];
+  if (n < key.size(0)) {
+    key = key.narrow(0, 0, n);
+    value = value.narrow(0, 0, n);
+  }
+  // On the CPU, rows whose heads are contiguous (a fused step's views of its qkv buffer, a module's chunk) are
+  // copied row by row: a decoder step appends to every layer, and copy_ with its checks and iterator cost more than
+  // the copy at a few rows.
+  auto rows_contiguous = [](const torch::Tensor& x) {
+    return x.device().is_cpu() && x.stride(2) == 1 && x.stride(1) == x.size(2);
+  };
+  if (rows_contiguous(k) && rows_contiguous(v) && key.device().is_cpu()) {
+    const int64_t bytes = k.size(1) * k.size(2) * static_cast<int64_t>(k.element_size());
+    auto copy_rows = [&](const torch::Tensor& from, torch::Tensor& to) {
+      const char* src = static_cast<const char*>(from.data_ptr());
+      char* dst = static_cast<char*>(to.data_ptr());
+      const int64_t src_row = from.stride(0) * static_cast<int64_t>(from.element_size());
+      for (int64_t r = 0; r < n; ++r) std::memcpy(dst + r * bytes, src + r * src_row, static_cast<size_t>(bytes));
+    };
+    copy_rows(k, key);
+    copy_rows(v, value);
+  } else {
+    key.copy_(k);
+    value.copy_(v);
+  }
   keys_.push_back(key);
   values_.push_back(value);
 
@@ -82,7 +104,12 @@ void KeyValueCache::append(const torch::Tensor& k, const torch::Tensor& v) {
     if (t > 0) next.narrow(1, 0, t).copy_(ancestors_);
     ancestor_table_ = next;
   }
-  ancestor_table_.select(1, t).copy_(iota_.narrow(0, 0, n));
+  if (ancestor_table_.device().is_cpu()) {
+    int64_t* column = ancestor_table_.data_ptr<int64_t>() + t * ancestor_table_.stride(1);
+    for (int64_t r = 0; r < n; ++r) column[r * ancestor_table_.stride(0)] = r;
+  } else {
+    ancestor_table_.select(1, t).copy_(iota_.narrow(0, 0, n));
+  }
   ancestors_ = ancestor_table_.narrow(1, 0, t + 1);
 }
 
@@ -153,7 +180,8 @@ namespace {
 // row = ancestors[n][offset + j] (cache) or n / group (memory).
 template <typename T>
 struct Plan {
-  const T* q = nullptr;  // [N, H, Dh] contiguous
+  const T* q = nullptr;  // [N, H, Dh], heads contiguous within a row, rows q_row apart
+  int64_t q_row = 0;
   int64_t heads = 0, dim = 0, positions = 0;
   T scale = 1;
   std::vector<const T*> k_base, v_base;
@@ -280,7 +308,7 @@ PARLA_INLINE void rows_impl(const Plan<T>& p, int64_t begin, int64_t end) {
   std::vector<const T*> keys(L), values(L);
   for (int64_t i = begin; i < end; ++i) {
     const int64_t n = i / p.heads, h = i % p.heads;
-    const T* q = p.q + i * p.dim;
+    const T* q = p.q + n * p.q_row + h * p.dim;
     T* out = p.out + i * p.dim;
     T* w = p.weights ? p.weights + i * p.positions : nullptr;
     // A row that joined a running batch starts at its own first position: the loops below then do exactly
@@ -359,6 +387,7 @@ Plan<T> plan_for(const torch::Tensor& q, int64_t positions, torch::Tensor& out, 
   p.q = q.data_ptr<T>();
   p.heads = q.size(1);
   p.dim = q.size(2);
+  p.q_row = p.heads * p.dim;
   p.positions = positions;
   p.scale = static_cast<T>(1.0 / std::sqrt(static_cast<double>(p.dim)));
   p.out = out.data_ptr<T>();
@@ -377,6 +406,55 @@ torch::Tensor attend_with_ops(const torch::Tensor& q, const torch::Tensor& k, co
   auto w = masked_softmax(scores, allowed);
   if (weights) *weights = w;
   return torch::matmul(w.unsqueeze(2), v).squeeze(2);
+}
+
+}  // namespace
+
+namespace {
+
+// The cache's part of a plan: keys and values per position, the ancestor table, the rows' first positions.
+// `holders` keep alive what had to be made contiguous.
+template <typename T>
+void plan_cache(Plan<T>& p, const KeyValueCache& cache, int64_t H, int64_t Dh, c10::ScalarType type,
+                torch::Tensor (&holders)[2]) {
+  for (int64_t t = cache.first(); t < cache.length(); ++t) {
+    const auto& kt = cache.keys()[t];
+    TORCH_CHECK(kt.scalar_type() == type && kt.size(1) == H && kt.size(2) == Dh,
+                "attend_cache: the cache's type or shape differs from the query's");
+    p.k_base.push_back(kt.data_ptr<T>());
+    p.v_base.push_back(cache.values()[t].data_ptr<T>());
+  }
+  p.k_row = p.v_row = H * Dh;
+  p.k_head = p.v_head = Dh;
+  // The ancestor table is a strided view (rows wider than `length`); the kernel reads it with its row stride.
+  holders[0] = cache.ancestors().stride(1) == 1 ? cache.ancestors() : cache.ancestors().contiguous();
+  p.ancestors = holders[0].data_ptr<int64_t>();
+  p.ancestor_stride = holders[0].stride(0);
+  p.ancestor_offset = cache.first();
+  if (cache.row_first().defined()) {
+    holders[1] = cache.row_first().contiguous();
+    p.row_first = holders[1].data_ptr<int64_t>();
+  }
+}
+
+// The memory's part of a plan: k, v [M, H, S, Dh] with unit stride along Dh, key_valid bool [M, S] contiguous or
+// undefined, B query rows.
+template <typename T>
+void plan_memory(Plan<T>& p, const torch::Tensor& k, const torch::Tensor& v, const torch::Tensor& valid, int64_t B) {
+  const int64_t S = k.size(2);
+  for (int64_t s = 0; s < S; ++s) {
+    p.k_base.push_back(k.data_ptr<T>() + s * k.stride(2));
+    p.v_base.push_back(v.data_ptr<T>() + s * v.stride(2));
+  }
+  p.k_row = k.stride(0);
+  p.v_row = v.stride(0);
+  p.k_head = k.stride(1);
+  p.v_head = v.stride(1);
+  p.group = B / k.size(0);
+  if (valid.defined()) {
+    p.valid = valid.data_ptr<bool>();
+    p.valid_row = S;
+  }
 }
 
 }  // namespace
@@ -401,29 +479,30 @@ torch::Tensor attend_cache(const torch::Tensor& q, const KeyValueCache& cache, t
   auto out = torch::empty_like(qc);
   torch::Tensor w;
   if (weights) w = torch::empty({N, H, L}, q.options());
-  torch::Tensor row_first;
-  if (cache.row_first().defined()) row_first = cache.row_first().contiguous();
-  // The ancestor table is a strided view (rows wider than `length`); the kernel reads it with its row stride.
-  auto anc = cache.ancestors().stride(1) == 1 ? cache.ancestors() : cache.ancestors().contiguous();
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_cache", [&] {
     auto p = plan_for<scalar_t>(qc, L, out, weights ? &w : nullptr);
-    for (int64_t t = cache.first(); t < cache.length(); ++t) {
-      const auto& kt = cache.keys()[t];
-      TORCH_CHECK(kt.scalar_type() == q.scalar_type() && kt.size(1) == H && kt.size(2) == Dh,
-                  "attend_cache: the cache's type or shape differs from the query's");
-      p.k_base.push_back(kt.data_ptr<scalar_t>());
-      p.v_base.push_back(cache.values()[t].data_ptr<scalar_t>());
-    }
-    p.k_row = p.v_row = H * Dh;
-    p.k_head = p.v_head = Dh;
-    p.ancestors = anc.data_ptr<int64_t>();
-    p.ancestor_stride = anc.stride(0);
-    p.ancestor_offset = cache.first();
-    if (row_first.defined()) p.row_first = row_first.data_ptr<int64_t>();
+    torch::Tensor holders[2];
+    plan_cache(p, cache, H, Dh, q.scalar_type(), holders);
     run(p, N);
   });
   if (weights) *weights = w;
   return out;
+}
+
+void attend_cache(const float* q, int64_t q_row, const KeyValueCache& cache, float* out) {
+  TORCH_CHECK(!cache.empty() && cache.key_buffer().device().is_cpu(), "attend_cache: an empty or non-CPU cache");
+  const int64_t N = cache.ancestors().size(0), H = cache.key_buffer().size(2), Dh = cache.key_buffer().size(3);
+  Plan<float> p;
+  p.q = q;
+  p.q_row = q_row;
+  p.heads = H;
+  p.dim = Dh;
+  p.positions = cache.length() - cache.first();
+  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(Dh)));
+  p.out = out;
+  torch::Tensor holders[2];
+  plan_cache(p, cache, H, Dh, torch::kFloat, holders);
+  run(p, N);
 }
 
 torch::Tensor attend_memory(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
@@ -449,23 +528,32 @@ torch::Tensor attend_memory(const torch::Tensor& q, const torch::Tensor& k, cons
   if (weights) w = torch::empty({B, H, S}, q.options());
   AT_DISPATCH_FLOATING_TYPES(q.scalar_type(), "attend_memory", [&] {
     auto p = plan_for<scalar_t>(qc, S, out, weights ? &w : nullptr);
-    for (int64_t s = 0; s < S; ++s) {
-      p.k_base.push_back(kc.data_ptr<scalar_t>() + s * kc.stride(2));
-      p.v_base.push_back(vc.data_ptr<scalar_t>() + s * vc.stride(2));
-    }
-    p.k_row = kc.stride(0);
-    p.v_row = vc.stride(0);
-    p.k_head = kc.stride(1);
-    p.v_head = vc.stride(1);
-    p.group = B / M;
-    if (valid.defined()) {
-      p.valid = valid.data_ptr<bool>();
-      p.valid_row = S;
-    }
+    plan_memory(p, kc, vc, valid, B);
     run(p, B);
   });
   if (weights) *weights = w;
   return out;
+}
+
+void attend_memory(const float* q, int64_t q_row, int64_t B, const torch::Tensor& k, const torch::Tensor& v,
+                   const torch::Tensor& key_valid, float* out) {
+  TORCH_CHECK(k.dim() == 4 && v.sizes() == k.sizes() && k.device().is_cpu() && k.scalar_type() == torch::kFloat &&
+                  v.scalar_type() == torch::kFloat && k.stride(3) == 1 && v.stride(3) == 1,
+              "attend_memory: k, v float [M, H, S, Dh] on the CPU, unit stride along Dh");
+  TORCH_CHECK(k.size(0) > 0 && B % k.size(0) == 0, "attend_memory: ", B, " query rows for ", k.size(0),
+              " memory rows");
+  TORCH_CHECK(!key_valid.defined() || (key_valid.scalar_type() == torch::kBool && key_valid.is_contiguous()),
+              "attend_memory: key_valid must be contiguous bool");
+  Plan<float> p;
+  p.q = q;
+  p.q_row = q_row;
+  p.heads = k.size(1);
+  p.dim = k.size(3);
+  p.positions = k.size(2);
+  p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.dim)));
+  p.out = out;
+  plan_memory(p, k, v, key_valid, B);
+  run(p, B);
 }
 
 }  // namespace parla::nn

@@ -66,10 +66,18 @@ class KeyValueCache {
 // first] when non-null. Any device and floating type (CPU float/double take the direct kernel).
 torch::Tensor attend_cache(const torch::Tensor& q, const KeyValueCache& cache, torch::Tensor* weights = nullptr);
 
+// The same for float on the CPU over raw buffers, for a fused decoder step (models/fused_decoder_step.h): row n's
+// query heads at q + n * q_row (contiguous [H, Dh]), out [N, H, Dh] contiguous; the same bits as the tensor form.
+void attend_cache(const float* q, int64_t q_row, const KeyValueCache& cache, float* out);
+
 // q [B, H, Dh] over memory keys/values [M, H, S, Dh] where B = M * G and rows m*G .. m*G+G-1 attend to memory
 // row m (the beams of one sentence); key_valid bool [M, S] or undefined. -> [B, H, Dh]; weights [B, H, S].
 // A row with no valid key gets zero output and zero weights.
 torch::Tensor attend_memory(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                             const torch::Tensor& key_valid, torch::Tensor* weights = nullptr);
+// The same for float on the CPU over raw buffers, B query rows as attend_cache's raw form; k, v with unit stride
+// along Dh, key_valid contiguous bool or undefined.
+void attend_memory(const float* q, int64_t q_row, int64_t B, const torch::Tensor& k, const torch::Tensor& v,
+                   const torch::Tensor& key_valid, float* out);
 
 }  // namespace parla::nn
