@@ -1,7 +1,11 @@
 #include "models/transformer_decoder.h"
 
+#include <cstdlib>
+#include <cstring>
+
 #include <torch/torch.h>
 
+#include "models/fused_decoder_step.h"
 #include "nn/self_attention_factory.h"
 
 namespace parla::models {
@@ -66,6 +70,8 @@ torch::Tensor TransformerDecoderLayerImpl::step(const torch::Tensor& x, nn::Self
 }
 
 TransformerDecoderImpl::TransformerDecoderImpl(const ModelConfig& cfg) {
+  const char* fused = std::getenv("PARLA_FUSED_STEP");
+  fused_step_ = !(fused && std::strcmp(fused, "0") == 0);
   layers = register_module("layers", torch::nn::ModuleList());
   for (int i = 0; i < cfg.decoder_layers; ++i) layers->push_back(TransformerDecoderLayer(cfg, i));
   if (cfg.norm == LayerNormPlacement::kPre)
@@ -98,6 +104,8 @@ TransformerDecoderCache TransformerDecoderImpl::start(const torch::Tensor& memor
 
 torch::Tensor TransformerDecoderImpl::step(const torch::Tensor& x, TransformerDecoderCache& cache,
                                            const torch::Tensor& memory_valid, torch::Tensor* cross_weights) {
+  if (fused_step_ && !cross_weights && fused_step_applies(*this, x))
+    return fused_decoder_step(*this, x, cache, memory_valid);
   torch::Tensor h = x;
   const size_t n = layers->size();
   for (size_t i = 0; i < n; ++i)

@@ -22,6 +22,7 @@ namespace parla::models {
 struct TransformerDecoderCache {
   std::vector<nn::SelfAttentionCache> self;
   std::vector<torch::Tensor> cross_k, cross_v;  // [N / beam, H, S, Dh]: one row per sentence in beam search
+  std::vector<float> workspace;                  // the fused step's buffers (models/fused_decoder_step.h)
   void select_self(const torch::Tensor& rows);         // hypothesis rows of the self-attention caches
   void select_memory(const torch::Tensor& sentences);  // rows of the cross-attention keys/values
 };
@@ -36,6 +37,8 @@ class TransformerDecoderLayerImpl : public torch::nn::Module {
   // One position: x [N, 1, D].
   torch::Tensor step(const torch::Tensor& x, nn::SelfAttentionCache& cache, const torch::Tensor& mem_k,
                      const torch::Tensor& mem_v, const torch::Tensor& memory_valid, torch::Tensor* cross_weights);
+
+  bool pre_norm() const { return pre_norm_; }
 
   nn::SelfAttention self_attn{nullptr};  // the variant model.decoder_attention chooses
   nn::CrossAttention cross_attn{nullptr};
@@ -60,12 +63,20 @@ class TransformerDecoderImpl : public torch::nn::Module {
                         torch::Tensor* cross_weights = nullptr);
   // Fresh cache with the cross-attention keys/values of `memory`.
   TransformerDecoderCache start(const torch::Tensor& memory);
-  // One position x [N, 1, D] -> [N, 1, D].
+  // One position x [N, 1, D] -> [N, 1, D]. On the CPU in inference this is the fused step
+  // (models/fused_decoder_step.h) wherever it applies: the same bits with far fewer LibTorch calls.
   torch::Tensor step(const torch::Tensor& x, TransformerDecoderCache& cache, const torch::Tensor& memory_valid,
                      torch::Tensor* cross_weights = nullptr);
 
+  // Whether step() may take the fused path (default true, PARLA_FUSED_STEP=0 in the environment makes it false;
+  // false always runs the modules, to compare).
+  void use_fused_step(bool on) { fused_step_ = on; }
+
   torch::nn::ModuleList layers;
   torch::nn::LayerNorm final_norm{nullptr};  // pre-norm only
+
+ private:
+  bool fused_step_;
 };
 TORCH_MODULE(TransformerDecoder);
 

@@ -18,6 +18,7 @@ class FeedForwardImpl : public torch::nn::Module {
   torch::Tensor forward(const torch::Tensor& x);
 
   Linear fc1{nullptr}, fc2{nullptr};
+  Activation activation() const { return activation_; }
 
  private:
   Activation activation_;
