@@ -13,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include "decode/search.h"
 #include "median_time.h"
 #include "models/checkpoint.h"
 #include "models/fused_decoder_step.h"
@@ -126,6 +127,35 @@ int main(int argc, char** argv) {
         measure(*model, src, fused);
         model->decoder->use_fused_step(false);
         measure(*model, src, modules);
+      }
+      // The whole search of these sentences one at a time (beam 5), and the encoder with the cross-attention keys and
+      // values of each (start), per sentence: what a step's time does not show.
+      if (B == 1) {
+        decode::SearchOptions o;
+        o.beam_size = kBeam;
+        std::vector<double> search_us, start_us;
+        int64_t tokens = 0;
+        for (int r = 0; r < rounds; ++r) {
+          auto t0 = std::chrono::steady_clock::now();
+          tokens = 0;
+          for (const auto& s : sents) {
+            auto one = torch::tensor(s, torch::kLong);
+            one = torch::cat({one, torch::tensor({int64_t{kEosId}})}).unsqueeze(0);
+            for (auto& list : decode::search(*model, one, o)) tokens += static_cast<int64_t>(list[0].tokens.size()) + 1;
+          }
+          search_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count());
+          auto t1 = std::chrono::steady_clock::now();
+          for (const auto& s : sents) {
+            auto one = torch::tensor(s, torch::kLong);
+            one = torch::cat({one, torch::tensor({int64_t{kEosId}})}).unsqueeze(0);
+            model->start(one);
+          }
+          start_us.push_back(std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t1).count());
+        }
+        std::printf("search of %zu sentences one at a time: %.1f us per target token (with EOS), %.0f us per "
+                    "sentence, of which start (encoder, cross keys/values) %.0f us\n",
+                    sents.size(), median(search_us) / tokens, median(search_us) / sents.size(),
+                    median(start_us) / sents.size());
       }
       const bool available = models::fused_step_supported(*model->decoder);
       model->decoder->use_fused_step(true);

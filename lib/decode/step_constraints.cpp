@@ -1,6 +1,9 @@
 #include "decode/step_constraints.h"
 
+#include <algorithm>
+#include <cmath>
 #include <limits>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -22,6 +25,24 @@ namespace {
 void apply_constraints(torch::Tensor& logp, const std::vector<int64_t>& forced, const std::vector<int64_t>& short_rows,
                        bool all_short, int64_t start_id) {
   const float ninf = -std::numeric_limits<float>::infinity();
+  if (logp.device().is_cpu() && logp.scalar_type() == torch::kFloat && logp.dim() == 2 && logp.is_contiguous()) {
+    // The same on the CPU as plain stores: the tensor ops below cost ~25 us a step, a tenth of a small model's step.
+    const int64_t n = logp.size(0), v = logp.size(1);
+    float* p = logp.data_ptr<float>();
+    std::vector<float> eos(forced.size());
+    for (size_t i = 0; i < forced.size(); ++i) eos[i] = p[forced[i] * v + parla::kEosId];
+    for (int64_t r = 0; r < n; ++r) {
+      p[r * v + parla::kPadId] = ninf;
+      p[r * v + start_id] = ninf;
+      if (all_short) p[r * v + parla::kEosId] = ninf;
+    }
+    for (int64_t r : short_rows) p[r * v + parla::kEosId] = ninf;
+    for (size_t i = 0; i < forced.size(); ++i) {
+      std::fill(p + forced[i] * v, p + (forced[i] + 1) * v, ninf);
+      p[forced[i] * v + parla::kEosId] = std::isfinite(eos[i]) ? eos[i] : 0.0f;
+    }
+    return;
+  }
   using torch::indexing::Slice;
   torch::Tensor rows, eos;
   if (!forced.empty()) {

@@ -115,6 +115,24 @@ void KeyValueCache::append(const torch::Tensor& k, const torch::Tensor& v) {
 
 void KeyValueCache::reorder(const torch::Tensor& rows) {
   if (!ancestor_table_.defined()) return;
+  if (ancestor_table_.device().is_cpu() && rows.device().is_cpu() && rows.scalar_type() == torch::kLong &&
+      rows.dim() == 1 && rows.is_contiguous() && !row_first_.defined()) {
+    // On the CPU, the used columns of the chosen rows copied directly (a beam reorders every layer's table at every
+    // step; index_select and its checks cost more than the copy at a few rows).
+    const int64_t n = rows.numel(), old_rows = ancestor_table_.size(0), width = ancestor_table_.size(1);
+    const int64_t* r = rows.data_ptr<int64_t>();
+    for (int64_t i = 0; i < n; ++i)
+      TORCH_CHECK(r[i] >= 0 && r[i] < old_rows, "KeyValueCache::reorder: row ", r[i], " of ", old_rows);
+    auto next = torch::empty({n, width}, ancestor_table_.options());
+    const int64_t used = length(), stride0 = ancestor_table_.stride(0), stride1 = ancestor_table_.stride(1);
+    const int64_t* from = ancestor_table_.data_ptr<int64_t>();
+    int64_t* to = next.data_ptr<int64_t>();
+    for (int64_t i = 0; i < n; ++i)
+      for (int64_t t = 0; t < used; ++t) to[i * width + t] = from[r[i] * stride0 + t * stride1];
+    ancestor_table_ = next;
+    ancestors_ = ancestor_table_.narrow(1, 0, used);
+    return;
+  }
   // The whole table (at most twice the used columns) in one gather: the unused columns come along unread.
   const auto on_device = rows.to(ancestor_table_.device());
   ancestor_table_ = ancestor_table_.index_select(0, on_device);

@@ -124,6 +124,39 @@ TEST_CASE("feed-forward computes act(x W1 + b1) W2 + b2 for relu, gelu and swish
   }
 }
 
+TEST_CASE("an embedding lookup on the CPU gives the bits of the gather-and-scale ops it skips (float and int8 "
+          "tables, scaled or not), and keeps its gradient in training") {
+  torch::manual_seed(12);
+  for (bool scaled : {true, false}) {
+    Embedding e(40, 24, scaled, 0);
+    const float scale = scaled ? static_cast<float>(std::sqrt(24.0)) : 1.0f;
+    auto ids = torch::tensor({{5, 0, 39}, {17, 17, 2}}, torch::kLong);  // [2, 3]: any shape
+    torch::Tensor out;
+    {
+      torch::NoGradGuard no_grad;
+      out = e->forward(ids);
+    }
+    REQUIRE(out.sizes() == torch::IntArrayRef({2, 3, 24}));
+    auto reference = torch::embedding(e->weight.detach(), ids);
+    if (scaled) reference = reference * scale;
+    CHECK(torch::equal(out, reference));
+
+    auto m = parla::nn::Int8Matrix::quantize(e->weight.detach());
+    auto int8_reference = m.values.index_select(0, ids.reshape({-1})).to(torch::kFloat) *
+                          m.scales.index_select(0, ids.reshape({-1})).unsqueeze(1);
+    if (scaled) int8_reference = int8_reference * scale;
+    Embedding q(40, 24, scaled, 0);
+    q->use_int8(m);
+    torch::NoGradGuard no_grad;
+    CHECK(torch::equal(q->forward(ids), int8_reference.view({2, 3, 24})));
+    CHECK_THROWS_AS(q->forward(torch::tensor({40}, torch::kLong)), parla::DataError);
+  }
+  Embedding trained(10, 8, true, 0);
+  trained->forward(torch::tensor({3, 3}, torch::kLong)).sum().backward();
+  REQUIRE(trained->weight.grad().defined());
+  CHECK(trained->weight.grad()[3].eq(2 * std::sqrt(8.0f)).all().item<bool>());
+}
+
 TEST_CASE("embeddings are scaled by sqrt(d), have a zero padding row and reject out-of-range ids") {
   Embedding e(10, 16, true, 0);
   auto ids = torch::tensor({0, 3, 9}, torch::kLong);
