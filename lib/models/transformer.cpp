@@ -6,9 +6,16 @@
 #include <torch/torch.h>
 
 #include "models/vocabulary_check.h"
+#include "runtime/runtime.h"
 #include "nn/word_dropout.h"
 
 namespace parla::models {
+
+namespace {
+// Rows x d_model up to which a decoder step (and source positions x d_model up to which the encoder) runs on one
+// thread: 16 rows at d 256, 8 at d 512.
+constexpr int64_t kSmallStepValues = 4096;
+}  // namespace
 
 void TransformerState::reorder(const torch::Tensor& indices) {
   // Hypothesis row r reads memory row r / beam; afterwards every row has its own memory row again.
@@ -158,6 +165,7 @@ torch::Tensor TransformerModel::forward(const torch::Tensor& src, const torch::T
 }
 
 std::unique_ptr<DecoderState> TransformerModel::start(const torch::Tensor& src) {
+  runtime::SingleThreadScope small(src.device().is_cpu() && src.numel() * cfg_.d_model <= kSmallStepValues);
   auto state = std::make_unique<TransformerState>();
   auto memory = encode(src);
   state->memory_valid = src.ne(kPadId);
@@ -167,6 +175,10 @@ std::unique_ptr<DecoderState> TransformerModel::start(const torch::Tensor& src) 
 
 torch::Tensor TransformerModel::step(const torch::Tensor& prev, DecoderState& base_state, torch::Tensor* attention) {
   auto& state = dynamic_cast<TransformerState&>(base_state);
+  // A step of a few rows (beam 5 at batch 1: 5 x 256 values) on the calling thread alone: waking LibTorch's other
+  // threads for its layer norms and softmax cost more than they saved (int8, beam 5, batch 1, two threads: 451 ->
+  // 974 target tokens/s). The same results: nothing in a step depends on how its work is split.
+  runtime::SingleThreadScope small(prev.device().is_cpu() && prev.numel() * cfg_.d_model <= kSmallStepValues);
   torch::Tensor x;
   if (state.row_start.defined()) {  // rows at different positions (continuous batching)
     auto ids = prev.view({-1, 1});

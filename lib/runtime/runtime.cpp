@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <thread>
 
+#include <omp.h>
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
@@ -33,6 +34,18 @@ void init_worker_thread(int threads) {
   // LibTorch's count is global, but OpenMP's is per thread: a new thread starts with OMP_NUM_THREADS or every
   // core, which oneDNN's int8 primitives would read before any ATen operation initialised it.
   torch::set_num_threads(std::max(1, threads));
+}
+
+SingleThreadScope::SingleThreadScope(bool alone) {
+  if (!alone) return;
+  const int threads = omp_get_max_threads();
+  if (threads <= 1) return;
+  restore_ = threads;
+  omp_set_num_threads(1);
+}
+
+SingleThreadScope::~SingleThreadScope() {
+  if (restore_ > 0) omp_set_num_threads(restore_);
 }
 
 int parallel_width(int items) {

@@ -23,6 +23,21 @@ int apply(const RuntimeConfig& rc);
 // First thing in a worker thread that computes (parla-translate's inter_threads): its intra-op thread count.
 void init_worker_thread(int threads);
 
+// While alive (and `alone`), the calling thread's parallel regions (ATen's parallel_for, parla's kernels, oneDNN's
+// products) run on the calling thread only; the previous count is restored after. For work too small to pay for
+// waking LibTorch's other threads, which wait passively (OMP_WAIT_POLICY=PASSIVE, tune_process): a decoder step of a
+// few rows made a dozen such wake-ups, and two threads translated at beam 5, batch 1 at 0.4x of one thread's speed.
+class SingleThreadScope {
+ public:
+  explicit SingleThreadScope(bool alone);
+  ~SingleThreadScope();
+  SingleThreadScope(const SingleThreadScope&) = delete;
+  SingleThreadScope& operator=(const SingleThreadScope&) = delete;
+
+ private:
+  int restore_ = 0;  // 0: nothing to restore
+};
+
 // How many threads an at::parallel_for written in this library spreads `items` independent items over (grain 1).
 // With LibTorch's pool at N threads it is min(N, items), unless the library was compiled without OpenMP, where
 // ATen's header runs every parallel_for on the calling thread alone (lib/CMakeLists.txt).

@@ -61,3 +61,23 @@ TEST_CASE("runtime: the library's own parallel_for uses LibTorch's threads (it i
   CHECK(parla::runtime::parallel_width(64) == 1);
   parla::runtime::apply(parla::RuntimeConfig{});
 }
+
+TEST_CASE("runtime: a SingleThreadScope keeps the calling thread's parallel regions on it, and restores the count") {
+  parla::RuntimeConfig rc;
+  rc.threads = 2;
+  parla::runtime::apply(rc);
+  REQUIRE(parla::runtime::parallel_width(64) == 2);
+  {
+    parla::runtime::SingleThreadScope alone(true);
+    CHECK(parla::runtime::parallel_width(64) == 1);
+    parla::runtime::SingleThreadScope nested(true);  // already alone: nothing to restore
+    CHECK(parla::runtime::parallel_width(64) == 1);
+  }
+  CHECK(parla::runtime::parallel_width(64) == 2);
+  {
+    parla::runtime::SingleThreadScope not_alone(false);
+    CHECK(parla::runtime::parallel_width(64) == 2);
+  }
+  CHECK(parla::runtime::parallel_width(64) == 2);
+  parla::runtime::apply(parla::RuntimeConfig{});
+}
