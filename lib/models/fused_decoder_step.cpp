@@ -158,47 +158,46 @@ torch::Tensor fused_decoder_step(TransformerDecoderImpl& decoder, const torch::T
     const int64_t H = self.options().heads, Dh = D / H, F = ffn.fc1->weight.size(0);
     auto& sc = cache.self[static_cast<size_t>(i)];
 
+    // A sublayer's input: h itself (post-norm) or its norm in t (pre-norm).
+    auto input = [&](torch::nn::LayerNormImpl& norm) {
+      if (!pre) return b.h;
+      layer_norm(norm, b.h_t, b.t_t, b, N, D);
+      return b.t;
+    };
+    // The sublayer's output o joins the residual stream h: h + o (pre-norm), or norm(h + o) back into h
+    // (post-norm); the modules' order of operands (a sum either way).
+    auto residual = [&](torch::nn::LayerNormImpl& norm) {
+      if (pre) {
+        add_into(b.h, b.o, N * D);
+      } else {
+        add_into(b.o, b.h, N * D);
+        layer_norm(norm, b.o_t, b.h_t, b, N, D);
+      }
+    };
+
     // Self-attention over the cache: qkv [N, 3D] in `wide`; k and v appended as [N, H, Dh] views of it.
-    if (pre) layer_norm(*layer.self_attn_norm, b.h_t, b.t_t, b, N, D);
-    linear(*self.qkv_proj, pre ? b.t : b.h, N, b.wide);
+    linear(*self.qkv_proj, input(*layer.self_attn_norm), N, b.wide);
     sc.length += 1;
     sc.kv.append(torch::from_blob(b.wide + D, {N, H, Dh}, {3 * D, Dh, 1}, torch::kFloat),
                  torch::from_blob(b.wide + 2 * D, {N, H, Dh}, {3 * D, Dh, 1}, torch::kFloat));
     nn::attend_cache(b.wide, 3 * D, sc.kv, b.t);
     linear(*self.out_proj, b.t, N, b.o);
-    if (pre) {
-      add_into(b.h, b.o, N * D);  // h + sublayer, the modules' order of operands (a sum either way)
-    } else {
-      add_into(b.o, b.h, N * D);
-      layer_norm(*layer.self_attn_norm, b.o_t, b.h_t, b, N, D);
-    }
+    residual(*layer.self_attn_norm);
 
     // Cross-attention over the encoder output.
-    if (pre) layer_norm(*layer.cross_attn_norm, b.h_t, b.t_t, b, N, D);
-    linear(*cross.q_proj, pre ? b.t : b.h, N, b.o);
+    linear(*cross.q_proj, input(*layer.cross_attn_norm), N, b.o);
     const auto& k = cache.cross_k[static_cast<size_t>(i)];
     const auto& v = cache.cross_v[static_cast<size_t>(i)];
     nn::attend_memory(b.o, D, N, k.stride(3) == 1 ? k : k.contiguous(), v.stride(3) == 1 ? v : v.contiguous(), valid,
                       b.t);
     linear(*cross.out_proj, b.t, N, b.o);
-    if (pre) {
-      add_into(b.h, b.o, N * D);
-    } else {
-      add_into(b.o, b.h, N * D);
-      layer_norm(*layer.cross_attn_norm, b.o_t, b.h_t, b, N, D);
-    }
+    residual(*layer.cross_attn_norm);
 
     // Feed-forward.
-    if (pre) layer_norm(*layer.ffn_norm, b.h_t, b.t_t, b, N, D);
-    linear(*ffn.fc1, pre ? b.t : b.h, N, b.wide);
+    linear(*ffn.fc1, input(*layer.ffn_norm), N, b.wide);
     activate(ffn.activation(), b.wide, N, F);
     linear(*ffn.fc2, b.wide, N, b.o);
-    if (pre) {
-      add_into(b.h, b.o, N * D);
-    } else {
-      add_into(b.o, b.h, N * D);
-      layer_norm(*layer.ffn_norm, b.o_t, b.h_t, b, N, D);
-    }
+    residual(*layer.ffn_norm);
   }
   auto out = torch::empty({N, 1, D}, torch::kFloat);
   if (decoder.final_norm) {
