@@ -10,6 +10,13 @@
 
 namespace parla::nn {
 
+namespace {
+DataError outside_vocabulary(int64_t id, int64_t vocab) {
+  return DataError("token id " + std::to_string(id) + " is outside the vocabulary of " + std::to_string(vocab) +
+                   " entries");
+}
+}  // namespace
+
 EmbeddingImpl::EmbeddingImpl(int64_t vocab_size, int64_t dim, bool scale, int64_t pad_id)
     : scale_(scale ? std::sqrt(static_cast<double>(dim)) : 1.0) {
   auto w = torch::randn({vocab_size, dim}) * std::pow(static_cast<double>(dim), -0.5);
@@ -30,8 +37,7 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids) {
     const int64_t* id = ids.data_ptr<int64_t>();
     for (int64_t i = 0; i < n; ++i)
       if (id[i] < 0 || id[i] >= vocab)
-        throw DataError("token id " + std::to_string(id[i]) + " is outside the vocabulary of " +
-                        std::to_string(vocab) + " entries");
+        throw outside_vocabulary(id[i], vocab);
     auto shape = ids.sizes().vec();
     shape.push_back(d);
     auto out = torch::empty(shape, torch::kFloat);
@@ -53,8 +59,7 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids) {
   if (ids.numel() > 0) {
     auto lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
     if (lo < 0 || hi >= vocab_size())
-      throw DataError("token id " + std::to_string(lo < 0 ? lo : hi) + " is outside the vocabulary of " +
-                      std::to_string(vocab_size()) + " entries");
+      throw outside_vocabulary(lo < 0 ? lo : hi, vocab_size());
   }
   auto e = int8_ ? int8_->dequantized_rows(ids) : torch::embedding(weight, ids);
   return scale_ != 1.0 ? e * scale_ : e;
