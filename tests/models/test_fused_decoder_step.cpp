@@ -11,8 +11,7 @@
 
 #include "models/factory.h"
 #include "models/fused_decoder_step.h"
-#include "models/int8_quantization.h"
-#include "models/packed_fp32.h"
+#include "models/decoding_kind.h"
 #include "models/tiny_config.h"
 #include "models/transformer.h"
 #include "runtime/runtime_device.h"
@@ -38,12 +37,7 @@ std::shared_ptr<TransformerModel> model_of(parla::ModelConfig cfg, const std::st
   cfg.dropout = 0;
   auto model = std::dynamic_pointer_cast<TransformerModel>(build_seq2seq(cfg, 50, 50));
   model->eval();
-  if (kind == "packed") {
-    setenv("PARLA_PACKED_FP32", "1", 1);
-    pack_fp32(*model);
-    unsetenv("PARLA_PACKED_FP32");
-  }
-  if (kind == "int8") quantize_int8(*model);
+  parla::testing::prepare_for_decoding(*model, kind);
   return model;
 }
 

@@ -16,6 +16,7 @@
 #include "models/int8_quantization.h"
 #include "models/output_shortlist.h"
 #include "models/packed_fp32.h"
+#include "models/decoding_kind.h"
 #include "models/tiny_config.h"
 #include "models/transformer.h"
 
@@ -162,7 +163,6 @@ TEST_CASE("a Transformer's step with a shortlist is its full step renormalised o
   const Variant variants[] = {{"dense untied", false, false, false, false}, {"dense tied + bias", true, true, false, false},
                               {"packed untied + bias", false, true, true, false}, {"packed tied", true, false, true, false},
                               {"int8 untied", false, false, false, true},   {"int8 tied + bias", true, true, false, true}};
-  ::setenv("PARLA_PACKED_FP32", "1", 1);  // pack at any thread count (where the CPU has AVX-512)
   for (const auto& v : variants) {
     SECTION(v.name) {
       auto cfg = parla::testing::tiny_transformer();
@@ -173,7 +173,7 @@ TEST_CASE("a Transformer's step with a shortlist is its full step renormalised o
         torch::NoGradGuard g;
         dynamic_cast<TransformerModel&>(*model).output_bias.normal_();
       }
-      if (v.pack) pack_fp32(*model);
+      if (v.pack) parla::testing::pack_fp32_forced(*model);
       if (v.int8) quantize_int8(*model);
       auto s = random_shortlist(3, 6, V, 7);
       auto [full, restricted] = two_steps(*model, s, 6);
@@ -181,7 +181,6 @@ TEST_CASE("a Transformer's step with a shortlist is its full step renormalised o
       check_rows(restricted, full, s, 2e-5);
     }
   }
-  ::unsetenv("PARLA_PACKED_FP32");
 }
 
 TEST_CASE("an RNN's step with a shortlist is its full step renormalised over each row's vocabulary", "[shortlist]") {

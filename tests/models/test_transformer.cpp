@@ -11,6 +11,7 @@
 #include "models/int8_quantization.h"
 #include "models/packed_fp32.h"
 #include "models/transformer.h"
+#include "models/decoding_kind.h"
 #include "models/tiny_config.h"
 #include "runtime/runtime_device.h"
 #include "support/cuda.h"
@@ -361,12 +362,7 @@ TEST_CASE("in inference, a sentence's encoder output is the same bits alone and 
     cfg.dropout = 0;
     auto model = std::dynamic_pointer_cast<TransformerModel>(build_seq2seq(cfg, 60, 60));
     model->eval();
-    if (kind == "packed") {
-      setenv("PARLA_PACKED_FP32", "1", 1);
-      pack_fp32(*model);
-      unsetenv("PARLA_PACKED_FP32");
-    }
-    if (kind == "int8") quantize_int8(*model);
+    parla::testing::prepare_for_decoding(*model, kind);
     torch::NoGradGuard no_grad;
     // Lengths 3, 9, 17, 30 padded to 31: every padding amount, and tails of every vector width.
     std::vector<std::vector<int64_t>> sentences;
