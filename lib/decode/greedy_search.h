@@ -1,6 +1,7 @@
 #pragma once
 // Greedy search: the most probable token at every step, for a whole batch at once; sentences leave the batch
-// (and the decoder state) as soon as they emit EOS. Equals beam search with beam size 1.
+// (and the decoder state) as soon as they emit EOS. Equals beam search with beam size 1. Without scores
+// (SearchOptions::scores false) the tokens come from the logits (decode/greedy_choice.h), the same ones.
 #include <vector>
 
 #include <torch/types.h>

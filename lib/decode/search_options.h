@@ -33,6 +33,10 @@ struct SearchOptions {
   // Beam search picks its candidates with tensor ops where the log-probabilities are (always so off the CPU);
   // on the CPU a scan is faster and is the default. Tests set this to run the tensor path on the CPU.
   bool device_candidates = false;
+  // Whether the caller reads the hypotheses' scores. Without them greedy search picks its tokens from the output
+  // layer's logits and skips the log-softmax (decode/greedy_choice.h: the same tokens), leaving every score NaN.
+  // parla-translate prints scores only with n-best lists; parla-serve returns them always.
+  bool scores = true;
   // decoding.shortlist, loaded (decode/lexical_shortlist.h): each sentence's output is restricted to its
   // vocabulary; null = the whole vocabulary. The translator sets it; searches share it.
   std::shared_ptr<const LexicalShortlist> shortlist;
@@ -58,7 +62,7 @@ inline bool operator==(const SearchOptions& a, const SearchOptions& b) {
          a.max_length_factor == b.max_length_factor && a.max_length_offset == b.max_length_offset &&
          a.min_length == b.min_length && a.attention == b.attention && a.sampling == b.sampling &&
          a.temperature == b.temperature && a.top_k == b.top_k && a.device_candidates == b.device_candidates &&
-         a.shortlist == b.shortlist;
+         a.scores == b.scores && a.shortlist == b.shortlist;
 }
 inline bool operator!=(const SearchOptions& a, const SearchOptions& b) { return !(a == b); }
 

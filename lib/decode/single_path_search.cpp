@@ -1,6 +1,8 @@
 #include "decode/single_path_search.h"
 
+#include <cmath>
 #include <cstring>
+#include <tuple>
 
 #include <torch/torch.h>
 
@@ -12,7 +14,8 @@
 namespace parla::decode {
 
 std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const torch::Tensor& src,
-                                          const SearchOptions& o, const TokenChooser& choose) {
+                                          const SearchOptions& o, const TokenChooser& choose,
+                                          const LogitsChooser& from_logits) {
   torch::NoGradGuard no_grad;
   const int64_t batch = src.size(0);
   const auto src_len = source_lengths(src);
@@ -31,21 +34,30 @@ std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const tor
     state->shortlist = &shortlist;
   }
   torch::Tensor prev = torch::full({batch}, model.start_id(), torch::dtype(torch::kLong).device(src.device()));
+  const bool by_logits = from_logits && !o.scores && !o.attention && !o.shortlist && src.device().is_cpu() &&
+                         model.has_step_logits(*state);
 
   for (int64_t step = 0; !active.empty(); ++step) {
     torch::Tensor attention;
     if (o.shortlist) shortlist.row_vocabulary.assign(active.begin(), active.end());
-    auto logp = model.step(prev, *state, o.attention ? &attention : nullptr).to(torch::kFloat);
     std::vector<int64_t> row_limit(active.size());
     for (size_t r = 0; r < active.size(); ++r) row_limit[r] = limit[active[r]];
-    constrain_step(logp, step, row_limit, o.min_length, model.start_id());
-    auto [tokens, values] = choose(logp);
-    tokens = tokens.to(torch::kLong);
-    // One transfer per step: the float log-probs travel bit for bit inside int64s next to the tokens.
     const int64_t N = static_cast<int64_t>(active.size());
-    auto host = torch::cat({tokens, values.to(torch::kFloat).contiguous().view(torch::kInt).to(torch::kLong)})
-                    .to(torch::kCPU)
-                    .contiguous();
+    torch::Tensor tokens, host;
+    if (by_logits) {
+      tokens = from_logits(model.step_logits(prev, *state).to(torch::kFloat).contiguous(), step, row_limit);
+      host = torch::cat({tokens, torch::full({N}, std::nanf(""), torch::kFloat).view(torch::kInt).to(torch::kLong)});
+    } else {
+      auto logp = model.step(prev, *state, o.attention ? &attention : nullptr).to(torch::kFloat);
+      constrain_step(logp, step, row_limit, o.min_length, model.start_id());
+      torch::Tensor values;
+      std::tie(tokens, values) = choose(logp);
+      tokens = tokens.to(torch::kLong);
+      // One transfer per step: the float log-probs travel bit for bit inside int64s next to the tokens.
+      host = torch::cat({tokens, values.to(torch::kFloat).contiguous().view(torch::kInt).to(torch::kLong)})
+                 .to(torch::kCPU)
+                 .contiguous();
+    }
     const int64_t* tok = host.data_ptr<int64_t>();
     const int64_t* v_bits = tok + N;
     if (o.attention) attention = attention.to(torch::kCPU, torch::kFloat).contiguous();

@@ -18,7 +18,15 @@ namespace parla::decode {
 // float [N]}, both on logp's device: the search brings them to the host in one transfer per step.
 using TokenChooser = std::function<std::pair<torch::Tensor, torch::Tensor>(const torch::Tensor& logp)>;
 
+// Given a step's logits [N, V] (float, CPU, contiguous), the number of tokens each row has so far and the rows'
+// length limits: the tokens (int64 [N], CPU) that `choose` would pick from the constrained log-probabilities.
+using LogitsChooser = std::function<torch::Tensor(const torch::Tensor& logits, int64_t step,
+                                                  const std::vector<int64_t>& max_len)>;
+
+// With `from_logits`, where the model offers logits (Seq2SeqModel::has_step_logits), on the CPU, without scores
+// (SearchOptions::scores false), alignments or a shortlist, tokens come from it instead and every score is NaN.
 std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const torch::Tensor& src,
-                                          const SearchOptions& o, const TokenChooser& choose);
+                                          const SearchOptions& o, const TokenChooser& choose,
+                                          const LogitsChooser& from_logits = nullptr);
 
 }  // namespace parla::decode

@@ -212,8 +212,11 @@ std::vector<std::string> Translator::translate_lines(const std::vector<std::stri
     batches.push_back(std::move(rows));
   }
   // Each batch's results go to its own lines, so batches may be searched in any order and on any worker.
+  // Scores are computed only where they are printed (n-best lists): greedy search then skips the log-softmax.
+  SearchOptions options = options_;
+  options.scores = printer_.n_best;
   auto run_batch = [&](size_t b) {
-    auto out = search_rows(ids, batches[b], options_);
+    auto out = search_rows(ids, batches[b], options);
     for (size_t k = 0; k < batches[b].size(); ++k) results[batches[b][k]] = std::move(out[k]);
   };
   if (workers_ <= 1 || batches.size() <= 1) {

@@ -58,6 +58,19 @@ class Seq2SeqModel : public torch::nn::Module {
   // [N, S] of this step (averaged over heads), for alignments.
   virtual torch::Tensor step(const torch::Tensor& prev, DecoderState& state, torch::Tensor* attention = nullptr) = 0;
 
+  // Whether step_logits() can take `state`'s next step (false by default, and with a shortlist set).
+  virtual bool has_step_logits(const DecoderState& state) const {
+    (void)state;
+    return false;
+  }
+  // step() without its final log-softmax: the output layer's logits [N, V], the state advanced as step() advances
+  // it. For a search that needs only the best token and no score (decode/greedy_choice.h).
+  virtual torch::Tensor step_logits(const torch::Tensor& prev, DecoderState& state) {
+    (void)prev;
+    (void)state;
+    TORCH_CHECK(false, "step_logits: this model computes log-probabilities only (see has_step_logits)");
+  }
+
   // Teacher-forced training pass. src [B, S], tgt_in [B, T] (starts with start_id()) -> logits [B, T, V].
   virtual torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in) = 0;
 

@@ -173,12 +173,8 @@ std::unique_ptr<DecoderState> TransformerModel::start(const torch::Tensor& src) 
   return state;
 }
 
-torch::Tensor TransformerModel::step(const torch::Tensor& prev, DecoderState& base_state, torch::Tensor* attention) {
-  auto& state = dynamic_cast<TransformerState&>(base_state);
-  // A step of a few rows (beam 5 at batch 1: 5 x 256 values) on the calling thread alone: waking LibTorch's other
-  // threads for its layer norms and softmax cost more than they saved (int8, beam 5, batch 1, two threads: 451 ->
-  // 974 target tokens/s). The same results: nothing in a step depends on how its work is split.
-  runtime::SingleThreadScope small(prev.device().is_cpu() && prev.numel() * cfg_.d_model <= kSmallStepValues);
+torch::Tensor TransformerModel::decoder_output(const torch::Tensor& prev, TransformerState& state,
+                                              torch::Tensor* attention) {
   torch::Tensor x;
   if (state.row_start.defined()) {  // rows at different positions (continuous batching)
     auto ids = prev.view({-1, 1});
@@ -193,8 +189,27 @@ torch::Tensor TransformerModel::step(const torch::Tensor& prev, DecoderState& ba
   auto h = decoder->step(x, state.cache, state.memory_valid, attention ? &weights : nullptr);
   state.steps_ += 1;
   if (attention) *attention = weights.mean(1).squeeze(1);  // [N, H, 1, S] -> [N, S]
-  if (state.shortlist) return shortlist_log_softmax(shortlist_logits(h.squeeze(1), state), *state.shortlist, tgt_vocab_);
-  return torch::log_softmax(output_logits(h.squeeze(1)), -1);
+  return h.squeeze(1);
+}
+
+torch::Tensor TransformerModel::step(const torch::Tensor& prev, DecoderState& base_state, torch::Tensor* attention) {
+  auto& state = dynamic_cast<TransformerState&>(base_state);
+  // A step of a few rows (beam 5 at batch 1: 5 x 256 values) on the calling thread alone: waking LibTorch's other
+  // threads for its layer norms and softmax cost more than they saved (int8, beam 5, batch 1, two threads: 451 ->
+  // 974 target tokens/s). The same results: nothing in a step depends on how its work is split.
+  runtime::SingleThreadScope small(prev.device().is_cpu() && prev.numel() * cfg_.d_model <= kSmallStepValues);
+  auto h = decoder_output(prev, state, attention);
+  if (state.shortlist) return shortlist_log_softmax(shortlist_logits(h, state), *state.shortlist, tgt_vocab_);
+  return torch::log_softmax(output_logits(h), -1);
+}
+
+bool TransformerModel::has_step_logits(const DecoderState& state) const { return state.shortlist == nullptr; }
+
+torch::Tensor TransformerModel::step_logits(const torch::Tensor& prev, DecoderState& base_state) {
+  auto& state = dynamic_cast<TransformerState&>(base_state);
+  TORCH_CHECK(!state.shortlist, "step_logits: the state has a shortlist (use step)");
+  runtime::SingleThreadScope small(prev.device().is_cpu() && prev.numel() * cfg_.d_model <= kSmallStepValues);
+  return output_logits(decoder_output(prev, state, nullptr));
 }
 
 }  // namespace parla::models

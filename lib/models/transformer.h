@@ -57,6 +57,8 @@ class TransformerModel : public Seq2SeqModel {
 
   std::unique_ptr<DecoderState> start(const torch::Tensor& src) override;
   torch::Tensor step(const torch::Tensor& prev, DecoderState& state, torch::Tensor* attention = nullptr) override;
+  bool has_step_logits(const DecoderState& state) const override;
+  torch::Tensor step_logits(const torch::Tensor& prev, DecoderState& state) override;
   torch::Tensor forward(const torch::Tensor& src, const torch::Tensor& tgt_in) override;
   int64_t vocab_size() const override { return tgt_vocab_; }
   int64_t source_vocab_size() const override { return src_vocab_; }
@@ -87,6 +89,8 @@ class TransformerModel : public Seq2SeqModel {
   // Token embeddings (with word dropout `word_dropout` in training) + positions, then embedding dropout.
   torch::Tensor embed(nn::Embedding& table, nn::PositionalEncoding& positions, const torch::Tensor& ids,
                       int64_t offset, double word_dropout = 0.0);
+  // A step's decoder output [N, D] (the state advanced), what step() and step_logits() project.
+  torch::Tensor decoder_output(const torch::Tensor& prev, TransformerState& state, torch::Tensor* attention);
   ModelConfig cfg_;
   int64_t src_vocab_, tgt_vocab_;
 };
