@@ -189,7 +189,7 @@ torch::Tensor fused_decoder_step(TransformerDecoderImpl& decoder, const torch::T
     const auto& k = cache.cross_k[static_cast<size_t>(i)];
     const auto& v = cache.cross_v[static_cast<size_t>(i)];
     nn::attend_memory(b.o, D, N, k.stride(3) == 1 ? k : k.contiguous(), v.stride(3) == 1 ? v : v.contiguous(), valid,
-                      b.t);
+                      b.t, cache.memory_rows);
     linear(*cross.out_proj, b.t, N, b.o);
     residual(*layer.cross_attn_norm);
 

@@ -28,7 +28,7 @@ class TransformerState : public DecoderState {
   bool append(DecoderState& other) override;
   int64_t steps() const override { return steps_; }
 
-  torch::Tensor memory_valid;  // bool [N / beam, S]
+  torch::Tensor memory_valid;  // bool [M, S]: the source mask of each row of the cross keys/values (cache)
   TransformerDecoderCache cache;
   int64_t steps_ = 0;
   int64_t beam = 1;  // consecutive hypothesis rows sharing one row of memory_valid and of the cross K/V
@@ -48,6 +48,8 @@ class TransformerState : public DecoderState {
  private:
   // Renumbers the steps once every row joined at step `min_start` or later (nothing reads older positions).
   void rebase();
+  // Keeps the memory of sentences `sentences` (int64 [N / beam]), in that order.
+  void select_sentences(const torch::Tensor& sentences);
 };
 
 class TransformerModel : public Seq2SeqModel {

@@ -19,6 +19,19 @@ void TransformerDecoderCache::select_memory(const torch::Tensor& sentences) {
   for (auto& v : cross_v) v = v.index_select(0, sentences);
 }
 
+void TransformerDecoderCache::select_memory_rows(const torch::Tensor& sentences) {
+  auto s = sentences.to(torch::kCPU, torch::kLong).contiguous();
+  memory_rows = memory_rows.defined() ? memory_rows.index_select(0, s) : s.clone();
+}
+
+void TransformerDecoderCache::gather_memory(torch::Tensor& memory_valid) {
+  if (!memory_rows.defined()) return;
+  auto rows = memory_rows.to(memory_valid.device());
+  memory_valid = memory_valid.index_select(0, rows);
+  select_memory(rows);
+  memory_rows = torch::Tensor();
+}
+
 TransformerDecoderLayerImpl::TransformerDecoderLayerImpl(const ModelConfig& cfg, int layer)
     : pre_norm_(cfg.norm == LayerNormPlacement::kPre), dropout_(cfg.dropout) {
   self_attn = register_module("self_attn", nn::make_self_attention(cfg, /*decoder=*/true, layer));
@@ -102,15 +115,28 @@ TransformerDecoderCache TransformerDecoderImpl::start(const torch::Tensor& memor
   return cache;
 }
 
+bool TransformerDecoderImpl::fused_step_for(const torch::Tensor& x, bool cross_weights) const {
+  return fused_step_ && !cross_weights && fused_step_applies(*this, x);
+}
+
 torch::Tensor TransformerDecoderImpl::step(const torch::Tensor& x, TransformerDecoderCache& cache,
                                            const torch::Tensor& memory_valid, torch::Tensor* cross_weights) {
-  if (fused_step_ && !cross_weights && fused_step_applies(*this, x))
-    return fused_decoder_step(*this, x, cache, memory_valid);
+  if (fused_step_for(x, cross_weights != nullptr)) return fused_decoder_step(*this, x, cache, memory_valid);
+  // The modules read the memory rows in order: renumbered ones are gathered for this step (TransformerModel
+  // gathers them into its state once, before a step that is not fused, so this only serves direct callers).
+  torch::Tensor rows, valid = memory_valid;
+  if (cache.memory_rows.defined()) {
+    rows = cache.memory_rows.to(x.device());
+    valid = memory_valid.index_select(0, rows);
+  }
   torch::Tensor h = x;
   const size_t n = layers->size();
-  for (size_t i = 0; i < n; ++i)
-    h = layers->ptr<TransformerDecoderLayerImpl>(i)->step(h, cache.self[i], cache.cross_k[i], cache.cross_v[i],
-                                                          memory_valid, i + 1 == n ? cross_weights : nullptr);
+  for (size_t i = 0; i < n; ++i) {
+    auto k = rows.defined() ? cache.cross_k[i].index_select(0, rows) : cache.cross_k[i];
+    auto v = rows.defined() ? cache.cross_v[i].index_select(0, rows) : cache.cross_v[i];
+    h = layers->ptr<TransformerDecoderLayerImpl>(i)->step(h, cache.self[i], k, v, valid,
+                                                          i + 1 == n ? cross_weights : nullptr);
+  }
   if (final_norm) h = final_norm(h);
   return h;
 }

@@ -21,10 +21,18 @@ namespace parla::models {
 // The decoder's incremental state, one entry per layer.
 struct TransformerDecoderCache {
   std::vector<nn::SelfAttentionCache> self;
-  std::vector<torch::Tensor> cross_k, cross_v;  // [N / beam, H, S, Dh]: one row per sentence in beam search
-  std::vector<float> workspace;                  // the fused step's buffers (models/fused_decoder_step.h)
+  std::vector<torch::Tensor> cross_k, cross_v;  // [M, H, S, Dh]: one row per sentence (M = N / beam, or see below)
+  // int64 [N / beam] on the CPU or undefined: the row of cross_k/cross_v (and of the source mask that goes with
+  // them) each sentence reads. Where sentences leave a batch on the CPU the rows are renumbered rather than copied
+  // (select_memory_rows); undefined: sentence g reads row g.
+  torch::Tensor memory_rows;
+  std::vector<float> workspace;  // the fused step's buffers (models/fused_decoder_step.h)
   void select_self(const torch::Tensor& rows);         // hypothesis rows of the self-attention caches
-  void select_memory(const torch::Tensor& sentences);  // rows of the cross-attention keys/values
+  void select_memory(const torch::Tensor& sentences);  // rows of the cross-attention keys/values, copied
+  void select_memory_rows(const torch::Tensor& sentences);  // the same by renumbering memory_rows
+  // The rows memory_rows names copied out of cross_k/cross_v and `memory_valid` (its source mask), memory_rows
+  // cleared: for every reader but the fused step.
+  void gather_memory(torch::Tensor& memory_valid);
 };
 
 class TransformerDecoderLayerImpl : public torch::nn::Module {
@@ -71,6 +79,8 @@ class TransformerDecoderImpl : public torch::nn::Module {
   // Whether step() may take the fused path (default true, PARLA_FUSED_STEP=0 in the environment makes it false;
   // false always runs the modules, to compare).
   void use_fused_step(bool on) { fused_step_ = on; }
+  // Whether step(x, ..., cross_weights) takes the fused path.
+  bool fused_step_for(const torch::Tensor& x, bool cross_weights) const;
 
   torch::nn::ModuleList layers;
   torch::nn::LayerNorm final_norm{nullptr};  // pre-norm only

@@ -209,6 +209,7 @@ struct Plan {
   const bool* valid = nullptr;  // [rows, positions] or null
   int64_t valid_row = 0;
   const int64_t* row_first = nullptr;  // [N]: row n reads positions row_first[n] - ancestor_offset.. only
+  const int64_t* memory_rows = nullptr;  // [N / group]: the memory row of each group (else the group's own)
   T* out = nullptr;      // [N, H, Dh]
   T* weights = nullptr;  // [N, H, positions] or null
 };
@@ -339,7 +340,9 @@ PARLA_INLINE void rows_impl(const Plan<T>& p, int64_t begin, int64_t end) {
     if (w) w += lo;
     for (int64_t j = 0; j < Ln; ++j) {
       const int64_t at = lo + j;
-      const int64_t row = p.ancestors ? p.ancestors[n * p.ancestor_stride + p.ancestor_offset + at] : n / p.group;
+      const int64_t row = p.ancestors     ? p.ancestors[n * p.ancestor_stride + p.ancestor_offset + at]
+                          : p.memory_rows ? p.memory_rows[n / p.group]
+                                          : n / p.group;
       const bool ok = !p.valid || p.valid[row * p.valid_row + at];
       keys[j] = ok ? p.k_base[at] + row * p.k_row + h * p.k_head : nullptr;
       values[j] = p.v_base[at] + row * p.v_row + h * p.v_head;
@@ -554,12 +557,20 @@ torch::Tensor attend_memory(const torch::Tensor& q, const torch::Tensor& k, cons
 }
 
 void attend_memory(const float* q, int64_t q_row, int64_t B, const torch::Tensor& k, const torch::Tensor& v,
-                   const torch::Tensor& key_valid, float* out) {
+                   const torch::Tensor& key_valid, float* out, const torch::Tensor& memory_rows) {
   TORCH_CHECK(k.dim() == 4 && v.sizes() == k.sizes() && k.device().is_cpu() && k.scalar_type() == torch::kFloat &&
                   v.scalar_type() == torch::kFloat && k.stride(3) == 1 && v.stride(3) == 1,
               "attend_memory: k, v float [M, H, S, Dh] on the CPU, unit stride along Dh");
-  TORCH_CHECK(k.size(0) > 0 && B % k.size(0) == 0, "attend_memory: ", B, " query rows for ", k.size(0),
-              " memory rows");
+  const int64_t groups = memory_rows.defined() ? memory_rows.numel() : k.size(0);
+  TORCH_CHECK(groups > 0 && B % groups == 0, "attend_memory: ", B, " query rows for ", groups, " memory rows");
+  if (memory_rows.defined()) {
+    TORCH_CHECK(memory_rows.device().is_cpu() && memory_rows.scalar_type() == torch::kLong && memory_rows.dim() == 1 &&
+                    memory_rows.is_contiguous(),
+                "attend_memory: memory_rows must be contiguous int64 [G] on the CPU");
+    const int64_t* m = memory_rows.data_ptr<int64_t>();
+    for (int64_t g = 0; g < groups; ++g)
+      TORCH_CHECK(m[g] >= 0 && m[g] < k.size(0), "attend_memory: memory row ", m[g], " of ", k.size(0));
+  }
   TORCH_CHECK(!key_valid.defined() || (key_valid.scalar_type() == torch::kBool && key_valid.is_contiguous()),
               "attend_memory: key_valid must be contiguous bool");
   Plan<float> p;
@@ -571,6 +582,10 @@ void attend_memory(const float* q, int64_t q_row, int64_t B, const torch::Tensor
   p.scale = static_cast<float>(1.0 / std::sqrt(static_cast<double>(p.dim)));
   p.out = out;
   plan_memory(p, k, v, key_valid, B);
+  if (memory_rows.defined()) {
+    p.memory_rows = memory_rows.data_ptr<int64_t>();
+    p.group = B / groups;
+  }
   run(p, B);
 }
 

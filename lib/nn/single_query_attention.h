@@ -76,8 +76,10 @@ void attend_cache(const float* q, int64_t q_row, const KeyValueCache& cache, flo
 torch::Tensor attend_memory(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                             const torch::Tensor& key_valid, torch::Tensor* weights = nullptr);
 // The same for float on the CPU over raw buffers, B query rows as attend_cache's raw form; k, v with unit stride
-// along Dh, key_valid contiguous bool or undefined.
+// along Dh, key_valid contiguous bool or undefined. With `memory_rows` (int64 [G] on the CPU, B = G * beam)
+// group g reads memory row memory_rows[g] of k, v and key_valid instead of row g: sentences that left a batch
+// need not be copied out of the memory.
 void attend_memory(const float* q, int64_t q_row, int64_t B, const torch::Tensor& k, const torch::Tensor& v,
-                   const torch::Tensor& key_valid, float* out);
+                   const torch::Tensor& key_valid, float* out, const torch::Tensor& memory_rows = {});
 
 }  // namespace parla::nn

@@ -78,7 +78,8 @@ TEST_CASE("a fused decoder step gives the modules' bits: post- and pre-norm, ReL
         auto& m = dynamic_cast<TransformerState&>(*modules);
         for (int t = 0; t < 20; ++t) {  // past the cache's first 16 slots: its buffers grow once
           INFO("step " << t);
-          const int64_t rows = f.cache.cross_k[0].size(0) * 2;
+          const int64_t sentences_left = f.cache.memory_rows.defined() ? f.cache.memory_rows.numel() : 3;
+          const int64_t rows = sentences_left * 2;
           auto x = torch::randn({rows, 1, cfg.d_model});
           REQUIRE(fused_step_applies(decoder, x));
           CHECK(torch::equal(step(decoder, f, x, true), step(decoder, m, x, false)));
@@ -96,6 +97,10 @@ TEST_CASE("a fused decoder step gives the modules' bits: post- and pre-norm, ReL
           auto r = torch::tensor(order, torch::kLong);
           f.reorder_beams(r, sentences, 2);
           m.reorder_beams(r, sentences, 2);
+          // The sentence that left is renumbered away, not copied out: the fused step reads through the map,
+          // the modules gather it.
+          if (t >= 6) CHECK(f.cache.memory_rows.defined());
+          if (t >= 6) CHECK(f.cache.cross_k[0].size(0) == 3);
         }
       }
     }
@@ -125,6 +130,34 @@ TEST_CASE("a fused decoder step gives the modules' bits after rows join a runnin
       CHECK(torch::equal(step(decoder, f, x, true), step(decoder, m, x, false)));
     }
   }
+}
+
+TEST_CASE("sentences leaving a CPU batch are renumbered, and a step that is not fused gathers their memory first") {
+  torch::manual_seed(9);
+  auto model = model_of(tiny_transformer(), "int8");
+  torch::NoGradGuard no_grad;
+  auto src = sources(4);
+  auto a = model->start(src), b = model->start(src);
+  auto prev = torch::full({3}, model->start_id(), torch::kLong);
+  model->step(prev, *a);
+  model->step(prev, *b);
+  auto keep = torch::tensor(std::vector<int64_t>{2, 0}, torch::kLong);
+  a->reorder(keep);
+  b->reorder(keep);
+  auto& sa = dynamic_cast<TransformerState&>(*a);
+  auto& sb = dynamic_cast<TransformerState&>(*b);
+  REQUIRE(sa.cache.memory_rows.defined());
+  CHECK(sa.memory_valid.size(0) == 3);  // nothing copied
+  auto next = torch::tensor(std::vector<int64_t>{7, 9}, torch::kLong);
+  torch::Tensor attention;
+  auto fused = model->step(next, *a);                // the fused step, through the map
+  auto modules = model->step(next, *b, &attention);  // alignments: the modules, after gathering
+  CHECK(sa.cache.memory_rows.defined());
+  CHECK_FALSE(sb.cache.memory_rows.defined());
+  CHECK(sb.memory_valid.size(0) == 2);
+  CHECK(sb.cache.cross_k[0].size(0) == 2);
+  CHECK(torch::equal(sb.memory_valid, src.index_select(0, keep).ne(parla::kPadId)));
+  CHECK(torch::equal(fused, modules));
 }
 
 TEST_CASE("the fused step is not taken where it does not apply: other self-attention variants, training mode, "

@@ -131,6 +131,31 @@ TEST_CASE("memory attention: the beams of a sentence share its memory row and it
   CHECK(max_abs_diff(attend_memory(q1, k, v, {}), ref1) < 1e-5);
 }
 
+TEST_CASE("memory attention through renumbered memory rows reads what the gathered rows give, bit for bit") {
+  torch::manual_seed(12);
+  const int64_t M = 5, G = 2, H = 2, S = 6, Dh = 12;
+  auto k = torch::randn({M, H, S, Dh}), v = torch::randn({M, H, S, Dh});
+  auto valid = torch::rand({M, S}) > 0.3;
+  valid.select(1, 0).fill_(true);
+  // Sentences 3, 0 and 3 again (rows may repeat), each with G beams: rows 1, 2 and 4 are never read.
+  auto rows = torch::tensor(std::vector<int64_t>{3, 0, 3}, torch::kLong);
+  const int64_t B = rows.numel() * G;
+  auto q = torch::randn({B, H, Dh});
+  auto want = attend_memory(q, k.index_select(0, rows), v.index_select(0, rows), valid.index_select(0, rows));
+  auto got = torch::empty_like(q);
+  attend_memory(q.data_ptr<float>(), H * Dh, B, k, v, valid, got.data_ptr<float>(), rows);
+  CHECK(torch::equal(got, want));
+  // Without the map the raw form reads row g for group g, as the tensor form.
+  auto q3 = torch::randn({M * G, H, Dh});
+  auto plain = torch::empty_like(q3);
+  attend_memory(q3.data_ptr<float>(), H * Dh, M * G, k, v, valid, plain.data_ptr<float>());
+  CHECK(torch::equal(plain, attend_memory(q3, k, v, valid)));
+  auto bad = torch::tensor(std::vector<int64_t>{0, M, 1}, torch::kLong);
+  CHECK_THROWS(attend_memory(q.data_ptr<float>(), H * Dh, B, k, v, valid, got.data_ptr<float>(), bad));
+  auto uneven = torch::tensor(std::vector<int64_t>{0, 1, 2, 3}, torch::kLong);  // 6 rows are not 4 groups
+  CHECK_THROWS(attend_memory(q.data_ptr<float>(), H * Dh, B, k, v, valid, got.data_ptr<float>(), uneven));
+}
+
 TEST_CASE("single-query attention falls back to LibTorch ops for types the kernel does not cover") {
   torch::manual_seed(6);
   KeyValueCache cache, cache16;
