@@ -134,11 +134,13 @@ torch::Tensor TransformerModel::encode(const torch::Tensor& src) {
 }
 
 torch::Tensor TransformerModel::output_logits(const torch::Tensor& hidden) {
-  auto logits = output_int8                ? nn::int8_linear(hidden, *output_int8)
-                : output_packed           ? nn::packed_linear(hidden, *output_packed)
-                : output_weight.defined() ? torch::matmul(hidden, output_weight.t())
-                                          : tgt_embed->project(hidden);
-  return output_bias.defined() ? logits + output_bias.to(logits.dtype()) : logits;
+  // The bias joins the logits as they are written (packed: the same sum) or in place (no second [N, V] tensor:
+  // an OPUS-MT model's 58k-entry bias at every step); not inside int8's dequantization, whose multiply-add would
+  // round once where the sum of two steps rounds twice.
+  if (output_packed) return nn::packed_linear(hidden, *output_packed, output_bias);
+  if (!output_weight.defined()) return tgt_embed->project(hidden, output_bias);
+  auto logits = output_int8 ? nn::int8_linear(hidden, *output_int8) : torch::matmul(hidden, output_weight.t());
+  return output_bias.defined() ? logits.add_(output_bias.to(logits.dtype())) : logits;
 }
 
 torch::Tensor TransformerModel::shortlist_logits(const torch::Tensor& hidden, TransformerState& state) {

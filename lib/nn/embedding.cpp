@@ -65,10 +65,10 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids) {
   return scale_ != 1.0 ? e * scale_ : e;
 }
 
-torch::Tensor EmbeddingImpl::project(const torch::Tensor& h) {
-  if (int8_) return int8_linear(h, *int8_);
-  if (packed_) return packed_linear(h, *packed_);
-  return torch::matmul(h, weight.t());
+torch::Tensor EmbeddingImpl::project(const torch::Tensor& h, const torch::Tensor& bias) {
+  if (packed_) return packed_linear(h, *packed_, bias);
+  auto logits = int8_ ? int8_linear(h, *int8_) : torch::matmul(h, weight.t());
+  return bias.defined() ? logits.add_(bias.to(logits.dtype())) : logits;
 }
 
 void EmbeddingImpl::use_packed_projection(PackedMatrix m) {

@@ -20,8 +20,9 @@ class EmbeddingImpl : public torch::nn::Module {
   int64_t vocab_size() const { return weight.size(0); }
   int64_t dim() const { return weight.size(1); }
 
-  // h [..., dim] -> [..., vocab_size] = h weight^T: the table as a tied output projection.
-  torch::Tensor project(const torch::Tensor& h);
+  // h [..., dim] -> [..., vocab_size] = h weight^T (+ bias [vocab_size] when given): the table as a tied output
+  // projection. The packed product adds the bias as it writes its output, the others in place (the same sums).
+  torch::Tensor project(const torch::Tensor& h, const torch::Tensor& bias = {});
 
   // Replaces the float table by `m` (its memory is released; the shape stays). Inference only.
   void use_int8(Int8Matrix m);

@@ -2,6 +2,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstdlib>
+#include <string>
 
 #include <torch/torch.h>
 
@@ -273,6 +274,31 @@ TEST_CASE("Marian's variant (swish, concatenated positions, unscaled embeddings,
   // Unscaled: an embedding is the table's row itself, not sqrt(d) times it.
   auto ids = torch::tensor({{5, 6}}, torch::kLong);
   CHECK(max_abs_diff(model->tgt_embed->forward(ids), model->tgt_embed->weight.index_select(0, ids.view(-1)).view({1, 2, -1})) == 0);
+}
+
+TEST_CASE("every output projection gives the bits of adding the output bias afterwards (the packed one adds it as it "
+          "writes, the others in place), tied or not") {
+  for (bool tied : {true, false}) {
+    for (std::string kind : {"fp32", "packed", "int8"}) {
+      INFO((tied ? "tied " : "untied ") << kind);
+      torch::manual_seed(6);
+      auto cfg = tiny_transformer();
+      cfg.output_bias = true;
+      cfg.tie_output = tied;
+      cfg.share_embeddings = false;
+      auto model = std::dynamic_pointer_cast<TransformerModel>(build_seq2seq(cfg, 20, 70));  // tails of 64 columns
+      model->eval();
+      parla::testing::prepare_for_decoding(*model, kind);
+      torch::NoGradGuard g;
+      model->output_bias.normal_();
+      auto h = torch::randn({7, cfg.d_model});
+      const auto bias = model->output_bias;
+      model->output_bias = torch::Tensor();
+      auto without = model->output_logits(h);
+      model->output_bias = bias;
+      CHECK(torch::equal(model->output_logits(h), without + bias));
+    }
+  }
 }
 
 TEST_CASE("forward and backward produce logits of the target vocabulary and gradients for every parameter") {
