@@ -4,7 +4,7 @@
   .venv-torch2/bin/python bench/peers/ctranslate2_table.py SCRATCH [--bin build-unity/bin] [--rounds 3]
       [--checkpoint ../shared/models/multi30k-en-de-small/average.pt]
       [--input ../shared/data/multi30k/test_2016_flickr.en] [--lines-b1 200] [--threads 2]
-      [--shortlist FILE] [--isa avx2] [--only NAME,NAME]
+      [--shortlist FILE] [--isa avx2] [--only NAME,NAME] [--settings greedy]
 
 The checkpoint is exported once with the project's own exporter (tools/export-ctranslate2.py) into SCRATCH/ct2.
 Then, for each setting (beam 5 batch 64, beam 5 batch 1, greedy batch 64) and each configuration (parla fp32 /
@@ -139,6 +139,7 @@ def main():
     ap.add_argument("--lines-b1", type=int, default=200)
     ap.add_argument("--threads", type=int, default=2)
     ap.add_argument("--only", default="", help="comma-separated configuration names to run (default: all)")
+    ap.add_argument("--settings", default="", help="run only the settings whose label contains this text")
     ap.add_argument("--shortlist", default="", help="a vocabulary map both toolkits decode with (see above)")
     ap.add_argument("--isa", choices=["", "avx2"], default="", help="force both toolkits' AVX2 code")
     # child mode
@@ -182,6 +183,8 @@ def main():
           f"{'; shortlist ' + a.shortlist if a.shortlist else ''}{'; forced ' + a.isa if a.isa else ''}", flush=True)
     for setting in SETTINGS:
         label, beam, batch, which = setting
+        if a.settings and a.settings not in label:
+            continue
         inp = b1_input if which == "b1" else a.input
         rates = {c[0]: [] for c in cfgs}
         rss = {c[0]: [] for c in cfgs}
