@@ -15,6 +15,12 @@ namespace {
 // Rows x d_model up to which a decoder step (and source positions x d_model up to which the encoder) runs on one
 // thread: 16 rows at d 256, 8 at d 512.
 constexpr int64_t kSmallStepValues = 4096;
+
+// Whether work over `ids` (a step's previous tokens, or a batch of source positions) of d_model values each is small
+// enough for the calling thread alone (runtime::SingleThreadScope).
+bool small_on_cpu(const torch::Tensor& ids, int64_t d_model) {
+  return ids.device().is_cpu() && ids.numel() * d_model <= kSmallStepValues;
+}
 }  // namespace
 
 void TransformerState::select_sentences(const torch::Tensor& sentences) {
@@ -177,7 +183,7 @@ torch::Tensor TransformerModel::forward(const torch::Tensor& src, const torch::T
 }
 
 std::unique_ptr<DecoderState> TransformerModel::start(const torch::Tensor& src) {
-  runtime::SingleThreadScope small(src.device().is_cpu() && src.numel() * cfg_.d_model <= kSmallStepValues);
+  runtime::SingleThreadScope small(small_on_cpu(src, cfg_.d_model));
   auto state = std::make_unique<TransformerState>();
   auto memory = encode(src);
   state->memory_valid = src.ne(kPadId);
@@ -198,7 +204,8 @@ torch::Tensor TransformerModel::decoder_output(const torch::Tensor& prev, Transf
     x = embed(tgt_embed, tgt_positions, prev.view({-1, 1}), state.steps_);
   }
   torch::Tensor weights;
-  if (!decoder->fused_step_for(x, attention != nullptr)) state.cache.gather_memory(state.memory_valid);
+  if (state.cache.memory_rows.defined() && !decoder->fused_step_for(x, attention != nullptr))
+    state.cache.gather_memory(state.memory_valid);
   auto h = decoder->step(x, state.cache, state.memory_valid, attention ? &weights : nullptr);
   state.steps_ += 1;
   if (attention) *attention = weights.mean(1).squeeze(1);  // [N, H, 1, S] -> [N, S]
@@ -210,7 +217,7 @@ torch::Tensor TransformerModel::step(const torch::Tensor& prev, DecoderState& ba
   // A step of a few rows (beam 5 at batch 1: 5 x 256 values) on the calling thread alone: waking LibTorch's other
   // threads for its layer norms and softmax cost more than they saved (int8, beam 5, batch 1, two threads: 451 ->
   // 974 target tokens/s). The same results: nothing in a step depends on how its work is split.
-  runtime::SingleThreadScope small(prev.device().is_cpu() && prev.numel() * cfg_.d_model <= kSmallStepValues);
+  runtime::SingleThreadScope small(small_on_cpu(prev, cfg_.d_model));
   auto h = decoder_output(prev, state, attention);
   if (state.shortlist) return shortlist_log_softmax(shortlist_logits(h, state), *state.shortlist, tgt_vocab_);
   return torch::log_softmax(output_logits(h), -1);
@@ -221,7 +228,7 @@ bool TransformerModel::has_step_logits(const DecoderState& state) const { return
 torch::Tensor TransformerModel::step_logits(const torch::Tensor& prev, DecoderState& base_state) {
   auto& state = dynamic_cast<TransformerState&>(base_state);
   TORCH_CHECK(!state.shortlist, "step_logits: the state has a shortlist (use step)");
-  runtime::SingleThreadScope small(prev.device().is_cpu() && prev.numel() * cfg_.d_model <= kSmallStepValues);
+  runtime::SingleThreadScope small(small_on_cpu(prev, cfg_.d_model));
   return output_logits(decoder_output(prev, state, nullptr));
 }
 
