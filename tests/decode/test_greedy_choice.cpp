@@ -156,6 +156,30 @@ TEST_CASE("greedy tokens from the logits are those of the log-softmax under the 
   }
 }
 
+TEST_CASE("greedy_choice forbids exactly what constrain_step forbids: every token as the clear best logit",
+          "[greedy]") {
+  // The fast path knows constrain_step's rules by name (PAD, the start token, EOS below the minimum length, EOS at
+  // the limit); a rule added there and not here would make a token that is the logits' clear best differ.
+  const int64_t V = 40;
+  for (int64_t start_id : {int64_t{parla::kBosId}, int64_t{parla::kPadId}}) {
+    for (int64_t step : {0, 3, 6}) {
+      auto logits = torch::zeros({V, V});
+      for (int64_t t = 0; t < V; ++t) logits[t][t] = 5.f;  // row t: token t far ahead of the rest
+      const std::vector<int64_t> max_len(V, 6);            // step 6: every row at its limit
+      INFO("start " << start_id << ", step " << step);
+      const auto want = reference(logits, step, max_len, 4, start_id);
+      const auto fast = greedy_tokens_from_logits(logits, step, max_len, 4, start_id);
+      auto chosen = greedy_choice(logits, step, max_len, 4, start_id);
+      for (int64_t t = 0; t < V; ++t) {
+        INFO("token " << t);
+        CHECK(chosen[t].item<int64_t>() == want[t]);
+        if (fast[t] >= 0) CHECK(fast[t] == want[t]);
+        CHECK((fast[t] >= 0) == (want[t] == t || step >= 6));  // decided wherever the best is allowed
+      }
+    }
+  }
+}
+
 TEST_CASE("a near tie that the log-softmax merges is left to it, and the log-softmax's token is chosen", "[greedy]") {
   // 999 logits at 0 and two near 0.5, one unit in the last place apart: L = log(1 + 999 e^-0.5) ~ 6.4, whose unit
   // in the last place (4.8e-7) swallows their difference (6e-8), so the log-softmax ties them and its first
