@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -13,6 +14,8 @@
 
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
+
+#include "kernels/int8_vnni_rows.h"
 
 namespace parla::kernels::int8 {
 
@@ -90,7 +93,33 @@ class PackedWeights {
   int64_t n, k;
   dnnl::memory::desc desc;
   dnnl::memory data;  // owns its buffer
+  Panels panels;      // data in the panel layout (kernels/int8_vnni_rows.h), else panels.data is null
 };
+
+namespace {
+
+// Products of at most this many rows run on the panel kernel where it is available. bench_int8_gemm, one thread,
+// with oneDNN (its VNNI brgemm: oneDNN 2.6 gets no AMX in this VM) -> panels, quantizing included: 1 row 5-7 ->
+// 4-5 us (d 256 projections), 5 rows 7.5 -> 7.1 us and 72 -> 65 us (the 8,000-way output); from 24 rows on the two
+// tie (both issue one vpdpbusd a cycle, this CPU's rate).
+constexpr int64_t kPanelRows = 16;
+
+// The panel view of oneDNN's packed weights when their layout is the one int8_vnni_rows.h reads: blocked, inner
+// blocks 16 x 64 x 4 over (k, n, k), a 64-input block's 4,096 bytes contiguous, no compensation area.
+Panels panels_of(const dnnl::memory& data, const dnnl::memory::desc& desc, int64_t n, int64_t k) {
+  const auto& d = desc.data;
+  const auto& blk = d.format_desc.blocking;
+  const bool layout = d.format_kind == dnnl_blocked && d.ndims == 2 && d.offset0 == 0 && d.extra.flags == 0 &&
+                      blk.inner_nblks == 3 && blk.inner_blks[0] == 16 && blk.inner_idxs[0] == 0 &&
+                      blk.inner_blks[1] == 64 && blk.inner_idxs[1] == 1 && blk.inner_blks[2] == 4 &&
+                      blk.inner_idxs[2] == 0 && blk.strides[0] == 4096 && d.padded_dims[0] >= k &&
+                      blk.strides[1] >= d.padded_dims[0] * 64 &&
+                      d.padded_dims[1] >= (n + 63) / 64 * 64;
+  if (!layout || k % 4 != 0 || !vnni_rows_available()) return {};
+  return {static_cast<const int8_t*>(data.get_data_handle()), n, k, blk.strides[1]};
+}
+
+}  // namespace
 
 std::shared_ptr<const PackedWeights> pack_weights(const int8_t* b, int64_t n, int64_t k) {
   // b [n, k] row-major is the matrix [k, n] with strides (1, k); the layout is the one oneDNN picks for a
@@ -108,6 +137,7 @@ std::shared_ptr<const PackedWeights> pack_weights(const int8_t* b, int64_t n, in
   dnnl::stream stream(engine());
   dnnl::reorder(source, packed->data).execute(stream, source, packed->data);
   stream.wait();
+  packed->panels = panels_of(packed->data, packed->desc, n, k);
   return packed;
 }
 
@@ -166,8 +196,19 @@ void quantize_activations(const float* x, int64_t rows, int64_t cols, const Acti
   }
 }
 
+bool has_panels(const PackedWeights& b) { return b.panels.data != nullptr; }
+
 void gemm_u8s8s32(int64_t m, const uint8_t* a, const PackedWeights& b, int32_t* acc) {
   if (m == 0 || b.n == 0) return;
+  // PARLA_INT8_PANELS=0 in the environment leaves every product to oneDNN, to compare.
+  static const bool panels = [] {
+    const char* v = std::getenv("PARLA_INT8_PANELS");
+    return !(v && std::string(v) == "0");
+  }();
+  if (panels && b.panels.data && m <= kPanelRows) {
+    gemm_vnni_rows(m, a, b.panels, acc, m * b.k * b.n >= kParallelMacs && omp_get_max_threads() > 1);
+    return;
+  }
   // This thread's memory objects and argument map per (m, weight layout), made once: creating three dnnl::memory
   // objects and the map on every call cost a few microseconds, as much as a decoder step's product of five rows.
   // Only the data handles change between calls (memory objects are not shared between threads).

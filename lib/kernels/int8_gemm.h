@@ -39,7 +39,11 @@ void quantize_activations(const float* x, int64_t rows, int64_t cols, const Acti
 class PackedWeights;
 std::shared_ptr<const PackedWeights> pack_weights(const int8_t* b, int64_t n, int64_t k);
 
-// acc [m, n] = a [m, k] (uint8, row-major) times b^T.
+// Whether products of a few rows read b through the panel kernel (kernels/int8_vnni_rows.h) on this CPU.
+bool has_panels(const PackedWeights& b);
+
+// acc [m, n] = a [m, k] (uint8, row-major) times b^T: up to 16 rows on the panel kernel where b has panels, else
+// oneDNN's product (the same integers either way).
 void gemm_u8s8s32(int64_t m, const uint8_t* a, const PackedWeights& b, int32_t* acc);
 
 // In place, over a buffer of m * n 4-byte values that holds int32 acc[r, c] and receives float
