@@ -1,5 +1,7 @@
-// The int8 product (nn::int8_linear: quantize the rows, oneDNN's u8 x s8 -> s32 product, scale back) against the
-// fp32 product LibTorch runs (torch::linear over the system BLAS), on the decoder's shapes, in the same process.
+// The int8 product (nn::int8_linear: quantize the rows, the u8 x s8 -> s32 product, scale back) against the fp32
+// product LibTorch runs (torch::linear over the system BLAS), on the decoder's shapes, in the same process. The
+// int8 product is parla's panel kernel up to 16 rows on AVX-512 VNNI (kernels/int8_vnni_rows.h), oneDNN's otherwise;
+// PARLA_INT8_PANELS=0 runs oneDNN's at every row count, to compare (alternate the two runs).
 //
 // Shapes: rows m = 5 (one sentence, beam 5) and 320 (64 sentences, beam 5) times the projections of the small
 // Multi30k model (d 256, ffn 1024, vocabulary 8,000) and of a base model (d 512, ffn 2048, vocabulary 32,000).
@@ -15,6 +17,7 @@
 #include "median_time.h"
 #include "runtime/runtime.h"
 #include "kernels/int8_gemm.h"
+#include "kernels/int8_vnni_rows.h"
 #include "nn/int8_matrix.h"
 
 int main(int argc, char** argv) {
@@ -25,8 +28,9 @@ int main(int argc, char** argv) {
   const std::vector<int64_t> row_counts = parla::bench::parse_counts(argc > 3 ? argv[3] : "5,320");
   torch::NoGradGuard no_grad;
   const auto& code = parla::kernels::int8::activation_code();
-  std::printf("threads %d, oneDNN isa %s, activations [-%d, %d] + %d\n", threads, code.isa.c_str(), code.levels,
-              code.levels, code.offset);
+  std::printf("threads %d, oneDNN isa %s, activations [-%d, %d] + %d, panel kernel %s\n", threads, code.isa.c_str(),
+              code.levels, code.levels, code.offset,
+              parla::kernels::int8::vnni_rows_available() ? "available (unless PARLA_INT8_PANELS=0)" : "not available");
   struct Shape { const char* name; int64_t n, k; };
   const std::vector<Shape> shapes = {{"d256 qkv", 768, 256},   {"d256 ffn1", 1024, 256}, {"d256 ffn2", 256, 1024},
                                      {"d256 out8k", 8000, 256}, {"d512 qkv", 1536, 512}, {"d512 ffn1", 2048, 512},
