@@ -202,7 +202,8 @@ TEST_CASE("SIGINT saves checkpoint_last and stops after the current update") {
 }
 
 namespace {
-// Nothing is learned (lr 1e-9), so validation cannot improve after the first: early stopping after 2 more.
+// Almost nothing is learned (lr 1e-9): validation improves, if at all, in the last bits of the loss (LibTorch 2.11
+// on a Sapphire Rapids guest: at steps 6 and 10), so early stopping comes within a few validations.
 void never_improving(Config& cfg) {
   cfg.training.lr = 1e-9;
   cfg.training.warmup_steps = 0;
@@ -219,7 +220,11 @@ TEST_CASE("early stopping ends training after `patience` validations without imp
   never_improving(cfg);
   auto r = Trainer(cfg, {}).run();
   CHECK(r.stop_reason == "early_stopping");
-  CHECK(r.steps <= 10);
+  // Exactly `patience` validations (every valid_every steps) after the last improvement, wherever that fell.
+  const auto best = parla::models::read_meta(cfg.training.save_dir + "/checkpoint_best.pt");
+  const int64_t best_step = best.info["step"];
+  CHECK(r.steps == best_step + cfg.training.patience * cfg.training.valid_every);
+  CHECK(r.steps < cfg.training.max_steps);
 }
 
 TEST_CASE("on a GPU, a run interrupted and resumed gives exactly the losses of an uninterrupted run", "[cuda]") {
