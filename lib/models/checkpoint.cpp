@@ -13,6 +13,7 @@
 #include "models/bert.h"
 #include "models/factory.h"
 #include "models/int8_quantization.h"
+#include "nn/skipped_initialization.h"
 
 namespace parla::models {
 
@@ -228,7 +229,11 @@ LoadedSeq2Seq load_seq2seq(const std::string& path, const torch::Device& device)
   const auto archive = TensorArchive::load(path);
   LoadedSeq2Seq out;
   out.meta = read_meta_from(archive);
-  out.model = std::dynamic_pointer_cast<Seq2SeqModel>(build_saved_model(path, out.meta));
+  {
+    // Every parameter is read below or replaced by its int8 matrix, strictly: nothing random is needed.
+    nn::SkipInitialization skip;
+    out.model = std::dynamic_pointer_cast<Seq2SeqModel>(build_saved_model(path, out.meta));
+  }
   if (!out.model) throw DataError(path + ": holds a BERT encoder, which does not translate");
   if (!out.meta.int8.empty()) {
     if (!device.is_cpu())
