@@ -1,7 +1,8 @@
 #pragma once
 // The int8 matrix product under dynamic quantization (Jacob et al. 2018; Marian's intgemm and CTranslate2 decode
 // this way): weights quantized once per output channel, activations per row at run time, products summed exactly
-// in int32 and scaled back to float. Free of LibTorch: raw row-major buffers in, the product from oneDNN.
+// in int32 and scaled back to float. Free of LibTorch: raw row-major buffers in, the product from oneDNN (or, for a
+// few rows on AVX-512 VNNI, from kernels/int8_vnni_rows.h over oneDNN's packed weights).
 //
 // Why activations are stored as uint8 with an offset: the x86 int8 instructions multiply unsigned by signed bytes.
 // With VNNI (vpdpbusd) the four products of a lane are summed straight into int32, so activations use the full

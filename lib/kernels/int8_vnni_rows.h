@@ -1,8 +1,8 @@
 #pragma once
 // The int8 product of a few rows (a decoder step: beam 5 of one sentence is 5 rows) on AVX-512 VNNI, read straight
-// from the weights oneDNN packed (kernels/int8_gemm.h): oneDNN's own kernels at a few rows (its AMX brgemm on
-// Sapphire Rapids) pay for a 16-row tile and a call that costs microseconds, and cannot be told to prefetch a
-// weight that is read once per product and lives in L3.
+// from the weights oneDNN packed (kernels/int8_gemm.h): at a few rows oneDNN's own call costs microseconds, as much
+// as the arithmetic, and cannot be told to prefetch a weight that is read once per product and lives in L3. From
+// five rows on the arithmetic (one vpdpbusd a cycle on the CPUs measured) bounds both kernels alike.
 //
 // The layout ("panels"): oneDNN's blocked s8 weights for VNNI (BA16a64b4a in its notation; checked, not assumed,
 // at packing time) hold the output channels in groups of 64; within a group, every 4 consecutive inputs are one

@@ -51,8 +51,10 @@ void check(int64_t m, int64_t n, int64_t k, std::mt19937& rng, int fill = 0) {
 
 TEST_CASE("int8 product: exact integer sums at every row count, partial groups and odd k") {
   std::mt19937 rng(37);
+  // 4,000 x 256 from 5 rows on is large enough for threads to split the channel groups (where there are several).
   for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 16, 17, 40})
-    for (auto nk : {std::pair<int64_t, int64_t>{768, 256}, {100, 64}, {17, 1024}, {1, 4}, {130, 68}, {64, 250}})
+    for (auto nk : {std::pair<int64_t, int64_t>{768, 256}, {100, 64}, {17, 1024}, {1, 4}, {130, 68}, {64, 250},
+                    {4000, 256}})
       check(m, nk.first, nk.second, rng);
 }
 
