@@ -9,6 +9,7 @@
 #include "models/output_shortlist.h"
 #include "models/vocabulary_check.h"
 #include "nn/masked_softmax.h"
+#include "nn/skipped_initialization.h"
 #include "nn/word_dropout.h"
 
 namespace parla::models {
@@ -89,7 +90,7 @@ RnnModel::RnnModel(const ModelConfig& cfg, int64_t src_vocab, int64_t tgt_vocab)
     score = register_module("score", std::make_shared<nn::GeneralScoreImpl>(h, 2 * h));
   if (!cfg.tie_output) output = register_module("output", nn::Linear(torch::nn::LinearOptions(h, tgt_vocab).bias(false)));
   for (auto* l : {&bridge, &combine, &output})
-    if (*l) torch::nn::init::xavier_uniform_((*l)->weight);
+    if (*l && !nn::initialization_skipped()) torch::nn::init::xavier_uniform_((*l)->weight);
 }
 
 int64_t RnnModel::max_positions() const { return std::numeric_limits<int64_t>::max(); }

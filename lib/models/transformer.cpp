@@ -7,6 +7,7 @@
 
 #include "models/vocabulary_check.h"
 #include "runtime/runtime.h"
+#include "nn/skipped_initialization.h"
 #include "nn/word_dropout.h"
 
 namespace parla::models {
@@ -118,8 +119,12 @@ TransformerModel::TransformerModel(const ModelConfig& cfg, int64_t src_vocab, in
   decoder = register_module("decoder", TransformerDecoder(cfg));
   if (!cfg.tie_output)
     output_weight = register_parameter("output_weight",
-                                       torch::randn({tgt_vocab, cfg.d_model}) * std::pow(double(cfg.d_model), -0.5));
-  if (cfg.output_bias) output_bias = register_parameter("output_bias", torch::zeros({tgt_vocab}));
+                                       nn::initialization_skipped()
+                                           ? torch::empty({tgt_vocab, cfg.d_model})
+                                           : torch::randn({tgt_vocab, cfg.d_model}).mul_(std::pow(double(cfg.d_model), -0.5)));
+  if (cfg.output_bias)
+    output_bias = register_parameter("output_bias", nn::initialization_skipped() ? torch::empty({tgt_vocab})
+                                                                                 : torch::zeros({tgt_vocab}));
 }
 
 int64_t TransformerModel::max_positions() const {

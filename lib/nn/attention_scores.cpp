@@ -4,6 +4,8 @@
 
 #include <torch/torch.h>
 
+#include "nn/skipped_initialization.h"
+
 namespace parla::nn {
 
 torch::Tensor dot_scores(const torch::Tensor& q, const torch::Tensor& k) { return torch::matmul(q, k.transpose(-2, -1)); }
@@ -15,7 +17,7 @@ torch::Tensor scaled_dot_scores(const torch::Tensor& q, const torch::Tensor& k) 
 
 GeneralScoreImpl::GeneralScoreImpl(int64_t query_dim, int64_t key_dim) {
   w = register_module("w", Linear(torch::nn::LinearOptions(key_dim, query_dim).bias(false)));
-  torch::nn::init::xavier_uniform_(w->weight);
+  if (!initialization_skipped()) torch::nn::init::xavier_uniform_(w->weight);
 }
 
 torch::Tensor GeneralScoreImpl::project_keys(const torch::Tensor& keys) { return w(keys); }
@@ -28,6 +30,7 @@ AdditiveScoreImpl::AdditiveScoreImpl(int64_t query_dim, int64_t key_dim, int64_t
   w1 = register_module("w1", Linear(torch::nn::LinearOptions(key_dim, attention_dim).bias(false)));
   w2 = register_module("w2", Linear(torch::nn::LinearOptions(query_dim, attention_dim)));
   v = register_module("v", Linear(torch::nn::LinearOptions(attention_dim, 1).bias(false)));
+  if (initialization_skipped()) return;
   torch::nn::init::xavier_uniform_(w1->weight);
   torch::nn::init::xavier_uniform_(w2->weight);
   torch::nn::init::zeros_(w2->bias);

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "nn/single_query_attention.h"
+#include "nn/skipped_initialization.h"
 
 namespace parla::nn {
 
@@ -10,10 +11,12 @@ CrossAttentionImpl::CrossAttentionImpl(const MultiHeadAttentionOptions& options)
   const int64_t d = options.d_model;
   q_proj = register_module("q_proj", Linear(d, d));
   kv_proj = register_module("kv_proj", Linear(d, 2 * d));
-  xavier_blocks(q_proj->weight);
-  xavier_blocks(kv_proj->weight);
-  torch::nn::init::zeros_(q_proj->bias);
-  torch::nn::init::zeros_(kv_proj->bias);
+  if (!initialization_skipped()) {
+    xavier_blocks(q_proj->weight);
+    xavier_blocks(kv_proj->weight);
+    torch::nn::init::zeros_(q_proj->bias);
+    torch::nn::init::zeros_(kv_proj->bias);
+  }
   register_out_proj();
 }
 

@@ -3,6 +3,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "nn/skipped_initialization.h"
 
 namespace parla::nn {
 
@@ -10,6 +11,7 @@ FeedForwardImpl::FeedForwardImpl(int64_t d_model, int64_t ffn_dim, Activation ac
     : activation_(activation), activation_dropout_(activation_dropout) {
   fc1 = register_module("fc1", Linear(d_model, ffn_dim));
   fc2 = register_module("fc2", Linear(ffn_dim, d_model));
+  if (initialization_skipped()) return;
   for (auto* l : {&fc1, &fc2}) {
     torch::nn::init::xavier_uniform_((*l)->weight);
     torch::nn::init::zeros_((*l)->bias);

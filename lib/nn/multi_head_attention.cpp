@@ -8,6 +8,7 @@
 #include "runtime/torch_compat.h"
 #include "nn/attention_scores.h"
 #include "nn/masked_softmax.h"
+#include "nn/skipped_initialization.h"
 
 namespace parla::nn {
 
@@ -31,6 +32,7 @@ void MultiHeadAttentionImpl::xavier_blocks(torch::Tensor w) const {
 void MultiHeadAttentionImpl::register_out_proj() {
   const int64_t d = options_.d_model;
   out_proj = register_module("out_proj", Linear(d, d));
+  if (initialization_skipped()) return;
   torch::nn::init::xavier_uniform_(out_proj->weight);
   torch::nn::init::zeros_(out_proj->bias);
 }

@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "nn/skipped_initialization.h"
 
 namespace parla::nn {
 
@@ -28,7 +29,9 @@ PositionalEncodingImpl::PositionalEncodingImpl(PositionEncoding kind, int64_t ma
                                                SinusoidalLayout layout)
     : max_positions_(max_positions), dim_(dim), concatenated_(layout == SinusoidalLayout::kConcatenated) {
   if (kind == PositionEncoding::kLearned)
-    weight = register_parameter("weight", torch::randn({max_positions, dim}) * std::pow(static_cast<double>(dim), -0.5));
+    weight = register_parameter("weight", initialization_skipped()
+                                              ? torch::empty({max_positions, dim})
+                                              : torch::randn({max_positions, dim}).mul_(std::pow(static_cast<double>(dim), -0.5)));
 }
 
 int64_t PositionalEncodingImpl::max_positions() const {

@@ -6,14 +6,17 @@
 #include <torch/torch.h>
 
 #include "nn/self_attention_cache.h"
+#include "nn/skipped_initialization.h"
 
 namespace parla::nn {
 
 SelfAttentionImpl::SelfAttentionImpl(const MultiHeadAttentionOptions& options) : MultiHeadAttentionImpl(options) {
   const int64_t d = options.d_model;
   qkv_proj = register_module("qkv_proj", Linear(d, 3 * d));
-  xavier_blocks(qkv_proj->weight);
-  torch::nn::init::zeros_(qkv_proj->bias);
+  if (!initialization_skipped()) {
+    xavier_blocks(qkv_proj->weight);
+    torch::nn::init::zeros_(qkv_proj->bias);
+  }
   register_out_proj();
 }
 
