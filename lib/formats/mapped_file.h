@@ -23,6 +23,12 @@ class MappedFile {
   size_t size() const { return size_; }
   const std::string& path() const { return path_; }
 
+  // The whole pages of [begin, begin + bytes) leave this process's memory (madvise: the page cache keeps them, and
+  // a later read maps them in again), so that a reader copying a large file out piece by piece holds one piece of
+  // it at a time, not the whole file, at its peak. Pages written through a view would lose what was written:
+  // only for ranges that were read. A range outside the mapping is ignored.
+  void release(const void* begin, size_t bytes) const;
+
  private:
   MappedFile() = default;
   const uint8_t* data_ = nullptr;

@@ -79,6 +79,7 @@ void load_module(const TensorArchive& archive, torch::nn::Module& model, const s
       throw DataError(path + ": checkpoint does not match the model: '" + name + "' has shape " +
                       c10::str(value.sizes()) + ", the model expects " + c10::str(target.sizes()));
     target.copy_(value);
+    archive.release("model." + name);  // the file's copy leaves memory: the peak holds the model once, not twice
   };
   for (auto& p : model.named_parameters(true))
     if (std::find(skip.begin(), skip.end(), p.key()) == skip.end()) load(p.key(), p.value());
@@ -97,6 +98,8 @@ void load_int8(const TensorArchive& archive, Seq2SeqModel& model, const std::vec
     // Copied out of the file: the model keeps them for as long as it lives.
     values = values.clone();
     scales = scales.clone();
+    archive.release(base + "values" + suffix);
+    archive.release(base + "scales" + suffix);
     if (values.scalar_type() != torch::kChar || scales.scalar_type() != torch::kFloat ||
         !use_int8_weight(model, names[i], nn::Int8Matrix::from(values, scales)))
       throw DataError(path + ": checkpoint does not match the model: int8 weight '" + names[i] + "' has shape " +

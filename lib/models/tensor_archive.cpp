@@ -65,6 +65,12 @@ bool TensorArchive::try_read(const std::string& name, torch::Tensor& out) const 
   return true;
 }
 
+void TensorArchive::release(const std::string& name) const {
+  auto it = tensors_.find(name);
+  if (it == tensors_.end() || !file_) return;
+  file_->release(it->second.data_ptr(), static_cast<size_t>(nbytes(it->second)));  // ignored unless in the file
+}
+
 const std::string* TensorArchive::read_string(const std::string& name) const {
   auto it = strings_.find(name);
   return it == strings_.end() ? nullptr : &it->second;
@@ -140,6 +146,7 @@ TensorArchive TensorArchive::load(const std::string& path, const torch::Device& 
       return a;
     }
     const auto header = formats::parse_safetensors(bytes, file->size());
+    a.file_ = file;
     a.strings_ = header.metadata;
     for (const auto& e : header.tensors) {
       const uint8_t* at = bytes + header.data_start + e.begin;

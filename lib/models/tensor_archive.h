@@ -9,10 +9,13 @@
 // loading. Files are told apart by their first bytes, not by their names.
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include <torch/types.h>
+
+#include "formats/mapped_file.h"
 
 namespace parla::models {
 
@@ -31,6 +34,10 @@ class TensorArchive {
   // `device` (the map location) whatever device wrote them.
   static TensorArchive load(const std::string& path, const torch::Device& device = torch::kCPU);
   bool try_read(const std::string& name, torch::Tensor& out) const;
+  // Done with tensor `name` after copying it: where it is a view of the mapped file, its pages leave this
+  // process's memory (formats::MappedFile::release), so that loading holds one tensor of the file at a time rather
+  // than all of it. Only for a tensor that was read, not written in place. Reading it again maps it in again.
+  void release(const std::string& name) const;
   // nullptr when absent.
   const std::string* read_string(const std::string& name) const;
   bool contains(const std::string& name) const;
@@ -50,6 +57,7 @@ class TensorArchive {
   bool legacy_ = false;
   uint64_t tensor_bytes_ = 0;
   torch::Device device_ = torch::kCPU;
+  std::shared_ptr<const formats::MappedFile> file_;  // a safetensors file, whose tensors are views of it
 };
 
 }  // namespace parla::models

@@ -10,11 +10,30 @@
 
 namespace parla::nn {
 
+namespace {
+
+// Row sums in int32, by hand: ATen's sum(1, kInt) converted the whole matrix to int32 first, and that memory stayed
+// with the process (118 MB for a 58,101 x 512 embedding, measured by VmRSS around the call).
+torch::Tensor row_sums(const torch::Tensor& values) {
+  const int64_t n = values.size(0), k = values.size(1);
+  auto sums = torch::empty({n}, torch::kInt);
+  const int8_t* v = values.data_ptr<int8_t>();
+  int32_t* s = sums.data_ptr<int32_t>();
+  for (int64_t i = 0; i < n; ++i) {
+    int32_t total = 0;
+    for (int64_t j = 0; j < k; ++j) total += v[i * k + j];
+    s[i] = total;
+  }
+  return sums;
+}
+
+}  // namespace
+
 Int8Matrix Int8Matrix::from(torch::Tensor values, torch::Tensor scales) {
   Int8Matrix m;
   m.values = values.to(torch::kCPU, torch::kChar).contiguous();
   m.scales = scales.to(torch::kCPU, torch::kFloat).contiguous();
-  m.column_sums = m.values.sum(1, false, torch::kInt).contiguous();
+  m.column_sums = row_sums(m.values);
   if (!kernels::int8::int8_pays() || m.rows() == 0 || m.cols() == 0)
     m.fallback = m.dequantized();
   else
