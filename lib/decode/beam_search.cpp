@@ -59,11 +59,14 @@ void BeamSearch::add(const torch::Tensor& src, const std::vector<int64_t>& ids) 
   const auto src_len = source_lengths(src);
   std::vector<std::vector<int64_t>> vocabularies;
   if (o_.shortlist) vocabularies = sentence_vocabularies(*o_.shortlist, src);
+  int64_t most_steps = 0;
   for (int64_t b = 0; b < batch; ++b) {
     active_.push_back({ids[b], max_output_length(o_, src_len[b], model_.max_positions()), src_len[b], steps_, {},
                        o_.shortlist ? std::move(vocabularies[b]) : std::vector<int64_t>{}});
+    most_steps = std::max(most_steps, active_.back().limit + 1);
     for (int64_t k = 0; k < K_; ++k) rows_.push_back({{}, k == 0 ? 0.f : ninf, {}});
   }
+  state_->expect_steps(most_steps);
   if (o_.shortlist) {
     // The columns become the union of the sentences in the search now (sentences that left no longer count).
     std::vector<std::vector<int64_t>> now;

@@ -32,6 +32,9 @@ class EnsembleState : public models::DecoderState {
     return true;
   }
   int64_t steps() const override { return states.front()->steps(); }
+  void expect_steps(int64_t more) override {
+    for (auto& s : states) s->expect_steps(more);
+  }
 };
 
 }  // namespace

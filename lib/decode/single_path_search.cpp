@@ -1,5 +1,6 @@
 #include "decode/single_path_search.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <tuple>
@@ -27,6 +28,7 @@ std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const tor
   std::vector<int64_t> active(batch);  // original row of each state row
   for (int64_t b = 0; b < batch; ++b) active[b] = b;
   auto state = model.start(src);
+  if (batch > 0) state->expect_steps(*std::max_element(limit.begin(), limit.end()) + 1);
   models::OutputShortlist shortlist;  // with o.shortlist: vocabularies[b] is sentence b's
   if (o.shortlist) {
     require_shortlist_support(model);

@@ -93,6 +93,10 @@ bool TransformerState::append(DecoderState& base) {
   return true;
 }
 
+void TransformerState::expect_steps(int64_t more) {
+  for (auto& c : cache.self) c.kv.expect(more);
+}
+
 void TransformerState::rebase() {
   if (!row_start.defined() || row_start.numel() == 0) return;
   // Amortised: the tables are renumbered once the oldest row's start has moved on by a few dozen steps.

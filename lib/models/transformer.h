@@ -27,6 +27,7 @@ class TransformerState : public DecoderState {
   void reorder_beams(const torch::Tensor& rows, const torch::Tensor& sentences, int64_t beam) override;
   bool append(DecoderState& other) override;
   int64_t steps() const override { return steps_; }
+  void expect_steps(int64_t more) override;
 
   torch::Tensor memory_valid;  // bool [M, S]: the source mask of each row of the cross keys/values (cache)
   TransformerDecoderCache cache;

@@ -43,6 +43,9 @@ void KeyValueCache::append(const torch::Tensor& k, const torch::Tensor& v) {
       slots = key_buffer_.size(0);
       if (t - base_ >= slots && kept + 1 > slots / 2) slots *= 2;
     }
+    // Where the length limit is known (expect()) and not yet reached, the buffer takes exactly the positions up to
+    // it (kept + 1 <= expected_ - first_, as t < expected_).
+    if (k.device().is_cpu() && expected_ > t) slots = expected_ - first_;
     // Rows per slot: exactly n, except in a batch that rows join (continuous batching), where a buffer sized
     // to the rows of the moment would be copied again at nearly every join: it grows by half and keeps its
     // size when rows leave.
@@ -140,6 +143,8 @@ void KeyValueCache::reorder(const torch::Tensor& rows) {
   if (row_first_.defined()) row_first_ = row_first_.index_select(0, on_device);
 }
 
+void KeyValueCache::expect(int64_t more) { expected_ = std::max(expected_, length() + more); }
+
 void KeyValueCache::add_rows(int64_t count) {
   // An empty cache has no rows yet: the next append gives every row its own first position.
   if (count <= 0 || !ancestor_table_.defined()) return;
@@ -164,6 +169,7 @@ void KeyValueCache::rebase(int64_t position) {
   ancestors_ = ancestor_table_.narrow(1, 0, length());
   first_ -= position;
   base_ -= position;
+  expected_ = std::max<int64_t>(0, expected_ - position);
   if (row_first_.defined()) row_first_ = (row_first_ - position).clamp_min(0);
 }
 

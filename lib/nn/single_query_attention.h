@@ -31,6 +31,11 @@ class KeyValueCache {
   // Forgets positions before `position` for good (no row of the batch may still read them) and renumbers the
   // rest from 0, so that a batch that never empties does not grow its tables without bound.
   void rebase(int64_t position);
+  // A search that knows its length limit: no row appends more than `more` positions from now. On the CPU the
+  // next buffer then holds them all at once, so it is never copied to grow (doubling from 16 slots kept up to twice
+  // the positions ever written, and three times during a copy); slots never written are pages never touched,
+  // which cost address space, not memory. A hint: appending past it grows the buffer as before.
+  void expect(int64_t more);
 
   int64_t length() const { return static_cast<int64_t>(keys_.size()); }  // positions appended so far
   int64_t first() const { return first_; }                               // first position still kept
@@ -60,6 +65,7 @@ class KeyValueCache {
   torch::Tensor iota_;                        // 0, 1, ..., rows - 1: a new position's own ancestors
   torch::Tensor row_first_;                   // see row_first()
   int64_t first_ = 0, base_ = 0;
+  int64_t expected_ = 0;  // positions the buffer should hold (expect()), 0 when nobody said
 };
 
 // q [N, H, Dh] over the cached positions first..length-1 -> [N, H, Dh]; `weights` receives [N, H, length -

@@ -238,6 +238,50 @@ TEST_CASE("preallocated cache: past its initial capacity, after reorders and row
   CHECK(cache.key_buffer().size(0) == 64);
 }
 
+TEST_CASE("preallocated cache told its length limit holds every position in one buffer, never copied, and past the "
+          "limit grows and stays exact") {
+  // As beam search uses it: expect(40) before the first step; 40 steps with reorders and rows leaving keep one
+  // buffer (the same memory throughout); 8 more steps than announced double it, and gather() equals the dense
+  // reference all along.
+  torch::manual_seed(6);
+  const int64_t H = 2, Dh = 4;
+  KeyValueCache cache;
+  cache.expect(40);
+  torch::Tensor dense_k, dense_v;
+  int64_t N = 6;
+  const void* first_buffer = nullptr;
+  for (int step = 0; step < 48; ++step) {
+    auto k = torch::randn({N, H, Dh}), v = torch::randn({N, H, Dh});
+    cache.append(k, v);
+    if (step == 0) {
+      first_buffer = cache.key_buffer().data_ptr();
+      CHECK(cache.key_buffer().size(0) == 40);
+    }
+    if (step < 40) CHECK(cache.key_buffer().data_ptr() == first_buffer);
+    dense_k = dense_k.defined() ? torch::cat({dense_k, k.unsqueeze(2)}, 2) : k.unsqueeze(2);
+    dense_v = dense_v.defined() ? torch::cat({dense_v, v.unsqueeze(2)}, 2) : v.unsqueeze(2);
+    auto [gk, gv] = cache.gather();
+    REQUIRE(torch::equal(gk, dense_k));
+    REQUIRE(torch::equal(gv, dense_v));
+    const int64_t next = step % 9 == 8 && N > 2 ? N - 1 : N;
+    auto rows = torch::randint(0, N, {next}, torch::kLong);
+    cache.reorder(rows);
+    dense_k = dense_k.index_select(0, rows);
+    dense_v = dense_v.index_select(0, rows);
+    N = next;
+  }
+  CHECK(cache.key_buffer().size(0) == 80);
+
+  // The announcement counts from the current length, and moves with a rebase.
+  KeyValueCache later;
+  const auto row = torch::zeros({1, H, Dh});
+  for (int t = 0; t < 20; ++t) later.append(row, row);  // 16 slots, then 32
+  later.expect(30);                                      // up to position 50
+  later.rebase(10);                                      // positions renumbered: up to 40
+  for (int t = 0; t < 13; ++t) later.append(row, row);   // fills the 32 slots: the next buffer takes all 40
+  CHECK(later.key_buffer().size(0) == 40);
+}
+
 TEST_CASE("preallocated cache: dropped positions are compacted away instead of growing the buffer") {
   // Local attention keeps a window: 100 positions with 5 kept never need more than the initial slots.
   KeyValueCache cache;
