@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "core/error.h"
+#include "core/memory_pages.h"
 
 namespace parla::formats {
 
@@ -49,10 +50,7 @@ std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
 void MappedFile::release(const void* begin, size_t bytes) const {
   const auto start = reinterpret_cast<uintptr_t>(begin), base = reinterpret_cast<uintptr_t>(data_);
   if (!data_ || start < base || bytes > size_ || start - base > size_ - bytes) return;
-  const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  const uintptr_t first = (start + page - 1) / page * page, last = (start + bytes) / page * page;
-  // Advice only: a failure leaves the pages where they were, which costs memory and nothing else.
-  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+  release_pages(begin, bytes);
 }
 
 MappedFile::~MappedFile() {

@@ -193,15 +193,18 @@ int64_t tiles(int64_t n) { return (n + T - 1) / T; }
 
 int64_t packed_size(int64_t n, int64_t k) { return tiles(n) * k * T; }
 
-void pack(const float* w, int64_t n, int64_t k, float* packed) {
-  std::fill(packed, packed + packed_size(n, k), 0.0f);
-  for (int64_t t = 0; t < tiles(n); ++t) {
-    float* tile = packed + t * k * T;
-    for (int64_t j = 0; j < std::min(T, n - t * T); ++j) {
-      const float* row = w + (t * T + j) * k;
-      for (int64_t i = 0; i < k; ++i) tile[i * T + j] = row[i];
-    }
+void pack_tile(const float* w, int64_t n, int64_t k, int64_t t, float* packed) {
+  float* tile = packed + t * k * T;
+  const int64_t width = std::min(T, n - t * T);
+  if (width < T) std::fill(tile, tile + k * T, 0.0f);
+  for (int64_t j = 0; j < width; ++j) {
+    const float* row = w + (t * T + j) * k;
+    for (int64_t i = 0; i < k; ++i) tile[i * T + j] = row[i];
   }
+}
+
+void pack(const float* w, int64_t n, int64_t k, float* packed) {
+  for (int64_t t = 0; t < tiles(n); ++t) pack_tile(w, n, k, t, packed);
 }
 
 void unpack_row(const float* packed, int64_t n, int64_t k, int64_t row, float* out) {

@@ -28,6 +28,8 @@ inline constexpr int64_t kTileColumns = 64;
 int64_t packed_size(int64_t n, int64_t k);  // floats
 int64_t tiles(int64_t n);
 void pack(const float* w, int64_t n, int64_t k, float* packed);
+// Tile t alone (rows t * 64 .. of w): pack() is this for every tile, in order.
+void pack_tile(const float* w, int64_t n, int64_t k, int64_t t, float* packed);
 // Row `row` of W (k floats) read back out of pack()'s layout.
 void unpack_row(const float* packed, int64_t n, int64_t k, int64_t row, float* out);
 

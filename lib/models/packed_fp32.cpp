@@ -19,16 +19,18 @@ bool pack_fp32(Seq2SeqModel& model) {
     auto linear = std::dynamic_pointer_cast<nn::LinearImpl>(item.value());
     if (linear && !linear->packed() && !linear->int8() && linear->weight.scalar_type() == torch::kFloat &&
         linear->weight.device().is_cpu())
-      linear->use_packed(nn::PackedMatrix::pack(linear->weight));
+      linear->use_packed(nn::PackedMatrix::pack_consuming(linear->weight));
   }
   if (auto* t = dynamic_cast<TransformerModel*>(&model)) {
     if (t->output_weight.defined()) {
       if (!t->output_packed && !t->output_int8) {
-        t->output_packed = std::make_shared<const nn::PackedMatrix>(nn::PackedMatrix::pack(t->output_weight));
+        t->output_packed = std::make_shared<const nn::PackedMatrix>(nn::PackedMatrix::pack_consuming(t->output_weight));
         t->output_weight.set_data(nn::released_like(t->output_weight));
       }
     } else if (!t->tgt_embed->packed_projection() && !t->tgt_embed->int8()) {
-      t->tgt_embed->use_packed_projection(nn::PackedMatrix::pack(t->tgt_embed->weight));
+      // Every weight is released once packed (the embedding's lookups read the packed copy): packing them
+      // consuming keeps the peak at one copy of the table, 119 MB at the OPUS-MT size, rather than two.
+      t->tgt_embed->use_packed_projection(nn::PackedMatrix::pack_consuming(t->tgt_embed->weight));
     }
   }
   return true;

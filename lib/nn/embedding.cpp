@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "kernels/fp32_gemm.h"
 #include "nn/skipped_initialization.h"
 
 namespace parla::nn {
@@ -30,11 +31,14 @@ EmbeddingImpl::EmbeddingImpl(int64_t vocab_size, int64_t dim, bool scale, int64_
   weight = register_parameter("weight", w);
 }
 
-torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids) {
-  const bool direct = ids.device().is_cpu() && ids.scalar_type() == torch::kLong && ids.is_contiguous() &&
-                      (int8_ ? int8_->values.is_contiguous() && int8_->scales.is_contiguous()
-                             : weight.device().is_cpu() && weight.scalar_type() == torch::kFloat &&
-                                   weight.is_contiguous() && !(torch::GradMode::is_enabled() && weight.requires_grad()));
+torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids_in) {
+  // Packed, the table exists only in the projection's layout: every lookup reads it there (on the CPU).
+  const torch::Tensor ids = packed_ ? ids_in.to(torch::kCPU, torch::kLong).contiguous() : ids_in;
+  const bool direct = packed_ || (ids.device().is_cpu() && ids.scalar_type() == torch::kLong && ids.is_contiguous() &&
+                                  (int8_ ? int8_->values.is_contiguous() && int8_->scales.is_contiguous()
+                                         : weight.device().is_cpu() && weight.scalar_type() == torch::kFloat &&
+                                               weight.is_contiguous() &&
+                                               !(torch::GradMode::is_enabled() && weight.requires_grad())));
   if (direct) {
     // On the CPU the rows are copied (and scaled) directly: a decoder step looks up a handful of ids, and the ops
     // below (range check, gather, conversion, products) cost ~15 us there. The same products in the same order:
@@ -54,6 +58,8 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids) {
         const int8_t* v = int8_->values.data_ptr<int8_t>() + id[i] * d;
         const float s = int8_->scales.data_ptr<float>()[id[i]];
         for (int64_t j = 0; j < d; ++j) o[j] = static_cast<float>(v[j]) * s;
+      } else if (packed_) {
+        kernels::fp32::unpack_row(packed_->packed.data_ptr<float>(), vocab, d, id[i], o);
       } else {
         std::copy_n(weight.data_ptr<float>() + id[i] * d, d, o);
       }
@@ -79,7 +85,10 @@ torch::Tensor EmbeddingImpl::project(const torch::Tensor& h, const torch::Tensor
 
 void EmbeddingImpl::use_packed_projection(PackedMatrix m) {
   TORCH_CHECK(m.rows == weight.size(0) && m.cols == weight.size(1), "use_packed_projection: shape mismatch");
+  torch::NoGradGuard no_grad;
   packed_ = std::make_shared<const PackedMatrix>(std::move(m));
+  // The packed copy holds the same floats (lookups read them back out of it): one table in memory, not two.
+  weight.set_data(released_like(weight));
 }
 
 void EmbeddingImpl::use_int8(Int8Matrix m) {

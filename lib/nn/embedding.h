@@ -27,7 +27,8 @@ class EmbeddingImpl : public torch::nn::Module {
   // Replaces the float table by `m` (its memory is released; the shape stays). Inference only.
   void use_int8(Int8Matrix m);
   const Int8Matrix* int8() const { return int8_.get(); }
-  // project() computes with `m`, the table packed (nn/packed_matrix.h); the table itself stays for the lookups.
+  // project() computes with `m`, the table packed (nn/packed_matrix.h), and lookups read their rows out of it: the
+  // float table is released (inference on the CPU only; its shape stays).
   void use_packed_projection(PackedMatrix m);
   const PackedMatrix* packed_projection() const { return packed_.get(); }
 

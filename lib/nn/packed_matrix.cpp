@@ -1,11 +1,13 @@
 #include "nn/packed_matrix.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "core/memory_pages.h"
 #include "kernels/fp32_gemm.h"
 
 namespace parla::nn {
@@ -18,6 +20,26 @@ PackedMatrix PackedMatrix::pack(const torch::Tensor& w) {
   m.cols = wf.size(1);
   m.packed = torch::empty({kernels::fp32::packed_size(m.rows, m.cols)}, torch::kFloat);
   kernels::fp32::pack(wf.data_ptr<float>(), m.rows, m.cols, m.packed.data_ptr<float>());
+  return m;
+}
+
+PackedMatrix PackedMatrix::pack_consuming(const torch::Tensor& w) {
+  TORCH_CHECK(w.dim() == 2 && w.device().is_cpu(), "PackedMatrix::pack_consuming: a CPU matrix [n, k]");
+  // Only a contiguous float table whose storage no other tensor holds can be given back under its owner.
+  if (w.scalar_type() != torch::kFloat || !w.is_contiguous() || w.storage_offset() != 0 ||
+      w.storage().use_count() != 1 || static_cast<int64_t>(w.storage().nbytes()) != w.numel() * 4)
+    return pack(w);
+  PackedMatrix m;
+  m.rows = w.size(0);
+  m.cols = w.size(1);
+  m.packed = torch::empty({kernels::fp32::packed_size(m.rows, m.cols)}, torch::kFloat);
+  const float* src = w.data_ptr<float>();
+  const int64_t rows_per_tile = kernels::fp32::kTileColumns;
+  for (int64_t t = 0; t < kernels::fp32::tiles(m.rows); ++t) {
+    kernels::fp32::pack_tile(src, m.rows, m.cols, t, m.packed.data_ptr<float>());
+    const int64_t first = t * rows_per_tile, count = std::min(rows_per_tile, m.rows - first);
+    release_pages(src + first * m.cols, static_cast<size_t>(count * m.cols) * sizeof(float));
+  }
   return m;
 }
 

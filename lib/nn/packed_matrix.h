@@ -17,6 +17,10 @@ struct PackedMatrix {
 
   // w float [n, k] (CPU).
   static PackedMatrix pack(const torch::Tensor& w);
+  // The same, giving w's memory back as it goes (core/memory_pages.h: each tile's rows once packed), so that packing
+  // a large table holds it about once rather than twice. w's contents are gone afterwards: only for a weight that
+  // is replaced by the result. Falls back to pack() where w shares its memory or is not contiguous float.
+  static PackedMatrix pack_consuming(const torch::Tensor& w);
   // The matrix of rows `ids` (int64 [U]) in order, packed (an output projection cut to a shortlist).
   PackedMatrix select_rows(const torch::Tensor& ids) const;
 };

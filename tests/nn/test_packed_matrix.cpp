@@ -15,6 +15,7 @@
 #include "nn/embedding.h"
 #include "nn/linear.h"
 #include "nn/packed_matrix.h"
+#include "support/resident_memory.h"
 #include "support/tensors.h"
 
 namespace fp32 = parla::kernels::fp32;
@@ -117,13 +118,23 @@ TEST_CASE("a packed Linear and a packed tied projection compute what they comput
   CHECK(after.sizes() == before.sizes());
   CHECK(max_abs_diff(after, before) < 1e-5);
 
-  parla::nn::Embedding table(30, 48, true);
+  // 130 rows: three tiles of 64, the last one partial.
+  parla::nn::Embedding table(130, 48, true);
   auto h = torch::randn({5, 48});
   auto projected = table->project(h);
+  auto ids = torch::tensor({{1, 2, 129}, {64, 63, 128}}, torch::kLong);
+  auto looked_up = table(ids);
+  auto strided_ids = ids.t();  // not contiguous
+  auto looked_up_strided = table(strided_ids);
   table->use_packed_projection(parla::nn::PackedMatrix::pack(table->weight));
   CHECK(max_abs_diff(table->project(h), projected) < 1e-5);
-  auto ids = torch::tensor({{1, 2, 29}}, torch::kLong);
-  CHECK(torch::equal(table(ids), table(ids)));  // lookups still read the table
+  // The float table is released; lookups read the packed copy, bit for bit, whatever the ids' layout and type.
+  CHECK(table->weight.sizes() == torch::IntArrayRef({130, 48}));
+  CHECK(table->weight.storage().nbytes() < 130 * 48 * 4);
+  CHECK(torch::equal(table(ids), looked_up));
+  CHECK(torch::equal(table(strided_ids), looked_up_strided));
+  CHECK(torch::equal(table(ids.to(torch::kInt)), looked_up));
+  CHECK_THROWS_WITH(table(torch::tensor({130}, torch::kLong)), Catch::Contains("outside the vocabulary"));
 }
 
 TEST_CASE("pack_fp32 leaves a model's step log-probabilities within fp32 rounding, and is chosen by thread count "
@@ -159,6 +170,33 @@ TEST_CASE("pack_fp32 leaves a model's step log-probabilities within fp32 roundin
     CHECK(max_abs_diff(model->step(prev, *packed_state), before) < 1e-5);
   }
   unsetenv("PARLA_PACKED_FP32");
+}
+
+TEST_CASE("pack_consuming packs as pack() does, gives the table's memory back as it goes, and leaves shared memory "
+          "alone") {
+  torch::manual_seed(9);
+  for (auto shape : {std::pair<int64_t, int64_t>{130, 48}, {64, 7}, {1, 5}}) {
+    auto w = torch::randn({shape.first, shape.second});
+    const auto want = parla::nn::PackedMatrix::pack(w.clone());
+    const auto got = parla::nn::PackedMatrix::pack_consuming(w);
+    CHECK(got.rows == want.rows);
+    CHECK(got.cols == want.cols);
+    CHECK(torch::equal(got.packed, want.packed));
+  }
+  // Memory another tensor views is not given back: the view still reads the weight.
+  auto shared = torch::randn({200, 1024});
+  const auto view = shared.view({-1});
+  const auto copy = shared.clone();
+  const auto packed = parla::nn::PackedMatrix::pack_consuming(shared);
+  CHECK(torch::equal(packed.packed, parla::nn::PackedMatrix::pack(copy).packed));
+  CHECK(torch::equal(view, copy.view({-1})));
+
+  // A 64 MiB table leaves memory while it is packed: the process grows by far less than the 64 MiB packed copy.
+  auto big = torch::randn({4096, 4096});
+  const long before = parla::testing::resident_process_kb();
+  const auto big_packed = parla::nn::PackedMatrix::pack_consuming(big);
+  CHECK(big_packed.packed.numel() == 4096 * 4096);
+  CHECK(parla::testing::resident_process_kb() - before < 16 * 1024);
 }
 
 TEST_CASE("select_rows of a packed matrix is the packing of those rows: the same products, column for column") {

@@ -1,5 +1,5 @@
 #pragma once
-// How much of one memory mapping is resident in this process, from /proc/self/smaps (Linux).
+// How much of one memory mapping, or of the whole process, is resident, from /proc/self (Linux).
 #include <cstdint>
 #include <fstream>
 #include <sstream>
@@ -23,6 +23,15 @@ inline long resident_kb(const void* p) {
     }
     if (inside && line.rfind("Rss:", 0) == 0) return std::stol(line.substr(4));
   }
+  return -1;
+}
+
+// Resident kB of the whole process (VmRSS).
+inline long resident_process_kb() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line))
+    if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
   return -1;
 }
 
