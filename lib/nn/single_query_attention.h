@@ -32,9 +32,8 @@ class KeyValueCache {
   // rest from 0, so that a batch that never empties does not grow its tables without bound.
   void rebase(int64_t position);
   // A search that knows its length limit: no row appends more than `more` positions from now. On the CPU the
-  // next buffer then holds them all at once, so it is never copied to grow (doubling from 16 slots kept up to twice
-  // the positions ever written, and three times during a copy); slots never written are pages never touched,
-  // which cost address space, not memory. A hint: appending past it grows the buffer as before.
+  // doubling buffer then stops at the limit instead of the next power of two (33 steps: 34 slots, not 64). A
+  // hint: appending past it grows the buffer as before.
   void expect(int64_t more);
 
   int64_t length() const { return static_cast<int64_t>(keys_.size()); }  // positions appended so far
