@@ -42,7 +42,7 @@ class DecoderState {
   // Number of decoding steps taken so far.
   virtual int64_t steps() const = 0;
   // A hint from a search that knows its length limit: no row takes more than `more` further steps. A state may
-  // size its caches to that at once (nn::KeyValueCache::expect); taking more steps still works.
+  // stop its caches' growth there (nn::KeyValueCache::expect); taking more steps still works.
   virtual void expect_steps(int64_t more) { (void)more; }
 
   // When set (by a search with a lexical shortlist), step() computes the output layer over these per-row

@@ -122,10 +122,7 @@ TransformerModel::TransformerModel(const ModelConfig& cfg, int64_t src_vocab, in
   encoder = register_module("encoder", TransformerEncoder(cfg));
   decoder = register_module("decoder", TransformerDecoder(cfg));
   if (!cfg.tie_output)
-    output_weight = register_parameter("output_weight",
-                                       nn::initialization_skipped()
-                                           ? torch::empty({tgt_vocab, cfg.d_model})
-                                           : torch::randn({tgt_vocab, cfg.d_model}).mul_(std::pow(double(cfg.d_model), -0.5)));
+    output_weight = register_parameter("output_weight", nn::initial_normal_table(tgt_vocab, cfg.d_model));
   if (cfg.output_bias)
     output_bias = register_parameter("output_bias", nn::initialization_skipped() ? torch::empty({tgt_vocab})
                                                                                  : torch::zeros({tgt_vocab}));

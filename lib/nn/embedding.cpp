@@ -21,13 +21,8 @@ DataError outside_vocabulary(int64_t id, int64_t vocab) {
 
 EmbeddingImpl::EmbeddingImpl(int64_t vocab_size, int64_t dim, bool scale, int64_t pad_id)
     : scale_(scale ? std::sqrt(static_cast<double>(dim)) : 1.0) {
-  if (initialization_skipped()) {
-    weight = register_parameter("weight", torch::empty({vocab_size, dim}));
-    return;
-  }
-  // Scaled in place: a second table (the product's) doubled the peak memory of building a model.
-  auto w = torch::randn({vocab_size, dim}).mul_(std::pow(static_cast<double>(dim), -0.5));
-  if (pad_id >= 0 && pad_id < vocab_size) w[pad_id].zero_();
+  auto w = initial_normal_table(vocab_size, dim);
+  if (!initialization_skipped() && pad_id >= 0 && pad_id < vocab_size) w[pad_id].zero_();
   weight = register_parameter("weight", w);
 }
 

@@ -29,9 +29,7 @@ PositionalEncodingImpl::PositionalEncodingImpl(PositionEncoding kind, int64_t ma
                                                SinusoidalLayout layout)
     : max_positions_(max_positions), dim_(dim), concatenated_(layout == SinusoidalLayout::kConcatenated) {
   if (kind == PositionEncoding::kLearned)
-    weight = register_parameter("weight", initialization_skipped()
-                                              ? torch::empty({max_positions, dim})
-                                              : torch::randn({max_positions, dim}).mul_(std::pow(static_cast<double>(dim), -0.5)));
+    weight = register_parameter("weight", initial_normal_table(max_positions, dim));
 }
 
 int64_t PositionalEncodingImpl::max_positions() const {

@@ -64,7 +64,7 @@ class KeyValueCache {
   torch::Tensor iota_;                        // 0, 1, ..., rows - 1: a new position's own ancestors
   torch::Tensor row_first_;                   // see row_first()
   int64_t first_ = 0, base_ = 0;
-  int64_t expected_ = 0;  // positions the buffer should hold (expect()), 0 when nobody said
+  int64_t expected_ = 0;  // the length limit (expect()): the buffer grows no further than this; 0 when nobody said
 };
 
 // q [N, H, Dh] over the cached positions first..length-1 -> [N, H, Dh]; `weights` receives [N, H, length -

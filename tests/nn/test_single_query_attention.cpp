@@ -20,6 +20,19 @@ using namespace parla::nn;
 namespace {
 
 
+// The reference cache: keys and values kept dense, [N, H, T, Dh], every row reordered at each beam step.
+struct DenseCache {
+  torch::Tensor k, v;
+  void append(const torch::Tensor& new_k, const torch::Tensor& new_v) {
+    k = k.defined() ? torch::cat({k, new_k.unsqueeze(2)}, 2) : new_k.unsqueeze(2);
+    v = v.defined() ? torch::cat({v, new_v.unsqueeze(2)}, 2) : new_v.unsqueeze(2);
+  }
+  void reorder(const torch::Tensor& rows) {
+    k = k.index_select(0, rows);
+    v = v.index_select(0, rows);
+  }
+};
+
 // out [N, H, Dh] and weights [N, H, L] of q [N, H, Dh] over k, v [N, H, L, Dh]; valid [N, L] or undefined.
 std::pair<torch::Tensor, torch::Tensor> naive(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                               const torch::Tensor& valid) {
@@ -56,28 +69,26 @@ TEST_CASE("beam-indirected cache: attention after reorders and dropped rows equa
   const int64_t H = 2, Dh = 11;  // Dh not a multiple of the kernel's 8 lanes: the tail loop runs too
   for (auto dtype : {torch::kFloat, torch::kDouble}) {
     KeyValueCache cache;
-    torch::Tensor dense_k, dense_v;
+    DenseCache dense;
     int64_t N = 6;
     for (int step = 0; step < 7; ++step) {
       auto k = torch::randn({N, H, Dh}, dtype), v = torch::randn({N, H, Dh}, dtype), q = torch::randn({N, H, Dh}, dtype);
       cache.append(k, v);
-      dense_k = dense_k.defined() ? torch::cat({dense_k, k.unsqueeze(2)}, 2) : k.unsqueeze(2);
-      dense_v = dense_v.defined() ? torch::cat({dense_v, v.unsqueeze(2)}, 2) : v.unsqueeze(2);
+      dense.append(k, v);
       torch::Tensor w;
       auto out = attend_cache(q, cache, &w);
-      auto [ref_out, ref_w] = naive(q, dense_k, dense_v, {});
+      auto [ref_out, ref_w] = naive(q, dense.k, dense.v, {});
       const double tol = dtype == torch::kFloat ? 1e-5 : 1e-12;
       CHECK(max_abs_diff(out, ref_out) < tol);
       CHECK(max_abs_diff(w, ref_w) < tol);
       auto [gk, gv] = cache.gather();
-      CHECK(torch::equal(gk, dense_k));
-      CHECK(torch::equal(gv, dense_v));
+      CHECK(torch::equal(gk, dense.k));
+      CHECK(torch::equal(gv, dense.v));
       // A beam reorder with repeated parents, and from step 3 on one row fewer (a finished sentence).
       const int64_t next = step >= 3 && N > 3 ? N - 1 : N;
       auto rows = torch::randint(0, N, {next}, torch::kLong);
       cache.reorder(rows);
-      dense_k = dense_k.index_select(0, rows);
-      dense_v = dense_v.index_select(0, rows);
+      dense.reorder(rows);
       N = next;
     }
   }
@@ -213,26 +224,24 @@ TEST_CASE("preallocated cache: past its initial capacity, after reorders and row
   torch::manual_seed(5);
   const int64_t H = 3, Dh = 8;
   KeyValueCache cache;
-  torch::Tensor dense_k, dense_v;
+  DenseCache dense;
   int64_t N = 9;
   for (int step = 0; step < 40; ++step) {
     auto k = torch::randn({N, H, Dh}), v = torch::randn({N, H, Dh});
     cache.append(k, v);
-    dense_k = dense_k.defined() ? torch::cat({dense_k, k.unsqueeze(2)}, 2) : k.unsqueeze(2);
-    dense_v = dense_v.defined() ? torch::cat({dense_v, v.unsqueeze(2)}, 2) : v.unsqueeze(2);
+    dense.append(k, v);
     auto [gk, gv] = cache.gather();
-    REQUIRE(torch::equal(gk, dense_k));
-    REQUIRE(torch::equal(gv, dense_v));
+    REQUIRE(torch::equal(gk, dense.k));
+    REQUIRE(torch::equal(gv, dense.v));
     auto q = torch::randn({N, H, Dh});
-    auto [want, want_w] = naive(q, dense_k, dense_v, {});
+    auto [want, want_w] = naive(q, dense.k, dense.v, {});
     torch::Tensor w;
     CHECK(max_abs_diff(attend_cache(q, cache, &w), want) < 1e-5);
     CHECK(max_abs_diff(w, want_w) < 1e-5);
     const int64_t next = step % 7 == 6 && N > 3 ? N - 2 : N;  // a sentence leaves now and then
     auto rows = torch::randint(0, N, {next}, torch::kLong);
     cache.reorder(rows);
-    dense_k = dense_k.index_select(0, rows);
-    dense_v = dense_v.index_select(0, rows);
+    dense.reorder(rows);
     N = next;
   }
   CHECK(cache.key_buffer().size(0) == 64);
@@ -247,22 +256,20 @@ TEST_CASE("preallocated cache told its length limit grows no further than the li
   const int64_t H = 2, Dh = 4;
   KeyValueCache cache;
   cache.expect(40);
-  torch::Tensor dense_k, dense_v;
+  DenseCache dense;
   int64_t N = 6;
   for (int step = 0; step < 48; ++step) {
     auto k = torch::randn({N, H, Dh}), v = torch::randn({N, H, Dh});
     cache.append(k, v);
     CHECK(cache.key_buffer().size(0) == (step < 16 ? 16 : step < 32 ? 32 : step < 40 ? 40 : 80));
-    dense_k = dense_k.defined() ? torch::cat({dense_k, k.unsqueeze(2)}, 2) : k.unsqueeze(2);
-    dense_v = dense_v.defined() ? torch::cat({dense_v, v.unsqueeze(2)}, 2) : v.unsqueeze(2);
+    dense.append(k, v);
     auto [gk, gv] = cache.gather();
-    REQUIRE(torch::equal(gk, dense_k));
-    REQUIRE(torch::equal(gv, dense_v));
+    REQUIRE(torch::equal(gk, dense.k));
+    REQUIRE(torch::equal(gv, dense.v));
     const int64_t next = step % 9 == 8 && N > 2 ? N - 1 : N;
     auto rows = torch::randint(0, N, {next}, torch::kLong);
     cache.reorder(rows);
-    dense_k = dense_k.index_select(0, rows);
-    dense_v = dense_v.index_select(0, rows);
+    dense.reorder(rows);
     N = next;
   }
   CHECK(cache.key_buffer().size(0) == 80);
