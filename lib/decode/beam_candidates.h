@@ -19,7 +19,11 @@ struct Candidate {
 // score of each row's hypothesis (-inf for dead rows). Returns per sentence up to `count` candidates ordered by
 // score descending, then index ascending: a total order, so the choice among equal scores does not depend on
 // the batch. -inf and NaN totals are never candidates.
+// With `row_shift` (one per row), `logp` holds logits and row r's log-probabilities are logp[r][v] - row_shift[r]
+// (nn/log_softmax.h's row_log_sum_exp): the same candidates, to the bit, as from the written-out log_softmax, without
+// writing it. An empty row_shift reads logp as it is.
 std::vector<std::vector<Candidate>> best_candidates(const torch::Tensor& logp, const std::vector<float>& row_score,
-                                                    int64_t beam, int64_t count);
+                                                    int64_t beam, int64_t count,
+                                                    const std::vector<float>& row_shift = {});
 
 }  // namespace parla::decode

@@ -11,6 +11,8 @@
 #include "decode/length_penalty.h"
 #include "decode/search_shortlist.h"
 #include "decode/step_constraints.h"
+#include "kernels/log_softmax.h"
+#include "nn/log_softmax.h"
 
 namespace parla::decode {
 namespace {
@@ -91,7 +93,6 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
     shortlist_.row_vocabulary.resize(A * K);
     for (int64_t r = 0; r < A * K; ++r) shortlist_.row_vocabulary[r] = active_[r / K].slot;
   }
-  auto logp = model_.step(prev_, *state_, o_.attention ? &attention : nullptr).to(torch::kFloat);
   std::vector<int64_t> row_limit(A * K), row_step;
   std::vector<float> row_score(A * K);
   bool same_step = true;
@@ -99,6 +100,26 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
     row_limit[r] = active_[r / K].limit;
     row_score[r] = rows_[r].log_prob;
     same_step = same_step && active_[r / K].joined == active_[0].joined;
+  }
+  // On the CPU the candidates come straight from the logits and one log-sum-exp per live row (nn/log_softmax.h):
+  // the log-probabilities the step would have written, never written. A row at its length limit (EOS forced,
+  // keeping its log-probability) is normalised in place first, as the constraints read it.
+  torch::Tensor logp;
+  std::vector<float> row_shift;
+  const bool from_logits = !o_.attention && !o_.device_candidates && device.is_cpu() && model_.has_step_logits(*state_);
+  if (from_logits) {
+    logp = model_.step_logits(prev_, *state_).to(torch::kFloat).contiguous();
+    std::vector<bool> live(static_cast<size_t>(A * K));
+    for (int64_t r = 0; r < A * K; ++r) live[r] = row_score[r] > ninf;
+    row_shift = nn::row_log_sum_exp(logp, live);
+    float* x = logp.data_ptr<float>();
+    for (int64_t r = 0; r < A * K; ++r)
+      if (live[r] && steps_ - active_[r / K].joined >= row_limit[r]) {
+        kernels::subtract(x + r * V, V, row_shift[r], x + r * V);
+        row_shift[r] = 0.0f;
+      }
+  } else {
+    logp = model_.step(prev_, *state_, o_.attention ? &attention : nullptr).to(torch::kFloat);
   }
   if (same_step) {
     constrain_step(logp, steps_ - active_[0].joined, row_limit, o_.min_length, model_.start_id());
@@ -110,7 +131,7 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
   const auto top = o_.device_candidates || !logp.device().is_cpu()
                        ? best_candidates_tensor(logp, torch::from_blob(row_score.data(), {A * K}).to(logp.device()),
                                                 K, candidates_)
-                       : best_candidates(logp, row_score, K, candidates_);
+                       : best_candidates(logp, row_score, K, candidates_, row_shift);
   // Alignments: the step's attention comes to the host once, not one row per hypothesis.
   if (o_.attention) attention = attention.to(torch::kCPU, torch::kFloat).contiguous();
 

@@ -7,6 +7,7 @@
 
 #include "models/vocabulary_check.h"
 #include "runtime/runtime.h"
+#include "nn/log_softmax.h"
 #include "nn/skipped_initialization.h"
 #include "nn/word_dropout.h"
 
@@ -226,7 +227,7 @@ torch::Tensor TransformerModel::step(const torch::Tensor& prev, DecoderState& ba
   runtime::SingleThreadScope small(small_on_cpu(prev, cfg_.d_model));
   auto h = decoder_output(prev, state, attention);
   if (state.shortlist) return shortlist_log_softmax(shortlist_logits(h, state), *state.shortlist, tgt_vocab_);
-  return torch::log_softmax(output_logits(h), -1);
+  return nn::log_softmax_rows(output_logits(h));
 }
 
 bool TransformerModel::has_step_logits(const DecoderState& state) const { return state.shortlist == nullptr; }

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <random>
 
@@ -72,4 +73,40 @@ TEST_CASE("beam candidates: a large value after a NaN in the same lane is still 
   REQUIRE(got[0].size() == 2);
   CHECK(got[0][0].index == 136);
   CHECK(got[0][1].index == 3);
+}
+
+TEST_CASE("beam candidates from logits and a shift per row are those of the written-out log-probabilities, bit for "
+          "bit") {
+  // Logits whose rows are shifted by arbitrary constants: row r's log-probabilities are logits[r] - shift[r]. The
+  // reference is brute force over that tensor, written out; the shifted scan must neither skip a chunk it should
+  // read nor score a candidate differently.
+  const float ninf = -std::numeric_limits<float>::infinity();
+  std::mt19937 rng(12);
+  for (int trial = 0; trial < 30; ++trial) {
+    const int64_t beam = 1 + trial % 5, sentences = 1 + trial % 3, V = trial % 2 ? 700 : 9;
+    const int64_t count = std::min<int64_t>(2 * beam, beam * V);
+    auto logits = (torch::randn({sentences * beam, V}) * 3).contiguous();
+    std::vector<float> shift(sentences * beam), row_score(sentences * beam);
+    for (auto& c : shift) c = static_cast<float>(rng() % 2000) / 97.0f - 5.0f;
+    for (auto& s : row_score) s = -static_cast<float>(rng() % 8) / 3.0f;
+    if (trial % 4 == 0) row_score[0] = ninf;
+    logits[sentences * beam - 1][rng() % V] = ninf;  // a forbidden token
+    auto logp = logits.clone();
+    for (int64_t r = 0; r < sentences * beam; ++r) logp[r] -= shift[r];
+    auto got = best_candidates(logits, row_score, beam, count, shift);
+    auto plain = best_candidates(logp, row_score, beam, count);
+    REQUIRE(got.size() == plain.size());
+    for (int64_t a = 0; a < sentences; ++a) {
+      auto want = brute_force(logp, row_score, beam, a, count);
+      INFO("trial " << trial << " sentence " << a);
+      REQUIRE(got[a].size() == want.size());
+      REQUIRE(plain[a].size() == want.size());
+      for (size_t j = 0; j < want.size(); ++j) {
+        CHECK(got[a][j].index == want[j].index);
+        CHECK(std::memcmp(&got[a][j].score, &want[j].score, sizeof(float)) == 0);
+        CHECK(plain[a][j].index == want[j].index);
+      }
+    }
+  }
+  CHECK_THROWS(best_candidates(torch::zeros({2, 5}), {0.0f, 0.0f}, 1, 2, {0.0f}));
 }

@@ -18,6 +18,9 @@
 #include "decode/sampling.h"
 #include "decode/search.h"
 #include "decode/step_constraints.h"
+#include "models/decoding_kind.h"
+#include "models/factory.h"
+#include "models/tiny_config.h"
 #include "toy_model.h"
 
 using namespace parla;
@@ -349,6 +352,58 @@ TEST_CASE("beam search with the tensor-op candidate selection returns the scan's
       INFO("beam " << beam << " sentence " << i);
       same(got[i], want[i]);
       if (i % 8 == 0) same(beam_search(model, make_source({src[i]}), tensor)[0], want[i]);
+    }
+  }
+}
+
+TEST_CASE("a Transformer's beam search from the logits returns the n-best lists of its log-probability steps, bit "
+          "for bit",
+          "[beam_search]") {
+  // Without alignments, on the CPU, beam search reads the logits and a log-sum-exp per row (the fast path); with
+  // alignments it reads the model's written-out log-probabilities. Both must agree to the bit, at the length limit
+  // (rows whose EOS is forced keep its log-probability), under a minimum length, in one batch and one at a time.
+  for (std::string kind : {"fp32", "packed", "int8"}) {
+    auto cfg = parla::testing::tiny_transformer();
+    cfg.dropout = 0;
+    torch::manual_seed(6);
+    auto model = parla::models::build_seq2seq(cfg, 60, 60);
+    model->eval();
+    parla::testing::prepare_for_decoding(*model, kind);
+    std::mt19937 rng(6);
+    std::vector<std::vector<int64_t>> src;
+    for (int i = 0; i < 12; ++i) {
+      std::vector<int64_t> s(1 + rng() % 7);
+      for (auto& t : s) t = 4 + static_cast<int64_t>(rng() % 56);
+      src.push_back(std::move(s));
+    }
+    for (int min_length : {0, 3}) {
+      SearchOptions fast = options(4, 1.0), slow = options(4, 1.0);
+      fast.n_best = slow.n_best = 4;
+      fast.max_length_factor = slow.max_length_factor = 1;
+      fast.max_length_offset = slow.max_length_offset = 2;  // short limits: most sentences end forced
+      fast.min_length = slow.min_length = min_length;
+      slow.attention = true;
+      auto want = beam_search(*model, make_source(src), slow);
+      auto got = beam_search(*model, make_source(src), fast);
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < src.size(); ++i) {
+        INFO(kind << " min_length " << min_length << " sentence " << i);
+        REQUIRE(got[i].size() == want[i].size());
+        for (size_t k = 0; k < want[i].size(); ++k) {
+          CHECK(got[i][k].tokens == want[i][k].tokens);
+          CHECK(std::memcmp(&got[i][k].log_prob, &want[i][k].log_prob, sizeof(float)) == 0);
+          CHECK(std::memcmp(&got[i][k].score, &want[i][k].score, sizeof(float)) == 0);
+        }
+        // The decoding kinds that promise batch invariance (packed fp32 and int8; LibTorch's own fp32 products
+        // round differently with the batch's padding) give a sentence alone the same list.
+        if (kind == "fp32") continue;
+        auto one = beam_search(*model, make_source({src[i]}), fast)[0];
+        REQUIRE(one.size() == want[i].size());
+        for (size_t k = 0; k < want[i].size(); ++k) {
+          CHECK(one[k].tokens == want[i][k].tokens);
+          CHECK(std::memcmp(&one[k].log_prob, &want[i][k].log_prob, sizeof(float)) == 0);
+        }
+      }
     }
   }
 }
