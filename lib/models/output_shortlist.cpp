@@ -9,34 +9,9 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
-#include "kernels/exp_nonpositive.h"
+#include "kernels/log_softmax.h"
 
 namespace parla::models {
-namespace {
-
-constexpr int kLanes = 16;
-
-// e^x of a row's logits minus their maximum (kernels/exp_nonpositive.h), in a loop compiled per instruction set.
-__attribute__((target_clones("avx512f", "avx2", "default")))
-void exp_nonpositive(const float* x, int64_t n, float* out) {
-  for (int64_t i = 0; i < n; ++i) out[i] = kernels::exp_nonpositive(x[i]);
-}
-
-// The sum of x[0..n) in a fixed order: kLanes running sums (element i goes to lane i % kLanes), then the lanes in
-// order in double. Vectorises without reassociating anything the source does not say.
-__attribute__((target_clones("avx512f", "avx2", "default")))
-double lane_sum(const float* x, int64_t n) {
-  float lane[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) lane[j] += x[i + j];
-  for (int j = 0; i + j < n; ++j) lane[j] += x[i + j];
-  double sum = 0;
-  for (float l : lane) sum += l;
-  return sum;
-}
-
-}  // namespace
 
 int64_t padded_width(int64_t width, int64_t vocab) {
   int64_t octave = 1;  // the largest power of two <= width
@@ -94,22 +69,15 @@ torch::Tensor shortlist_log_softmax(const torch::Tensor& logits, const OutputSho
   for (int32_t v : s.row_vocabulary) work += static_cast<int64_t>(s.vocabularies.at(v).size());
   const int64_t grain = std::max<int64_t>(1, rows * 65536 / std::max<int64_t>(1, work));
   at::parallel_for(0, rows, grain, [&](int64_t begin, int64_t end) {
-    std::vector<float> gathered, shifted;
+    std::vector<float> gathered;
     for (int64_t r = begin; r < end; ++r) {
       const auto& positions = s.vocabularies[s.row_vocabulary[r]];
       const float* row = xp + r * width;
       const int64_t n = static_cast<int64_t>(positions.size());
       gathered.resize(n);
-      shifted.resize(n);
-      float max = -std::numeric_limits<float>::infinity();
-      for (int64_t j = 0; j < n; ++j) {
-        gathered[j] = row[positions[j]];
-        max = std::max(max, gathered[j]);
-      }
-      for (int64_t j = 0; j < n; ++j) shifted[j] = gathered[j] - max;
-      exp_nonpositive(shifted.data(), n, shifted.data());
-      const double sum = lane_sum(shifted.data(), n);
-      const float lse = max + static_cast<float>(std::log(sum));
+      for (int64_t j = 0; j < n; ++j) gathered[j] = row[positions[j]];
+      // The full vocabulary's kernel over the row's own entries (kernels/log_softmax.h).
+      const float lse = kernels::log_sum_exp(gathered.data(), n);
       float* o = op + r * vocab;
       for (int64_t j = 0; j < n; ++j) o[ids[positions[j]]] = gathered[j] - lse;
     }
