@@ -71,6 +71,16 @@ std::vector<Scored> enumerate(const std::vector<int64_t>& source, int64_t vocab,
   return all;
 }
 
+// Two n-best lists with the same tokens, scores and log-probabilities, to the bit.
+void same_lists(const NBestList& a, const NBestList& b) {
+  REQUIRE(a.size() == b.size());
+  for (size_t k = 0; k < a.size(); ++k) {
+    CHECK(a[k].tokens == b[k].tokens);
+    CHECK(std::memcmp(&a[k].score, &b[k].score, sizeof(float)) == 0);
+    CHECK(std::memcmp(&a[k].log_prob, &b[k].log_prob, sizeof(float)) == 0);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("beam search with beam 1 returns exactly what greedy search returns", "[beam_search]") {
@@ -324,21 +334,7 @@ TEST_CASE("sampling on the CPU draws exactly what a CPU generator with the same 
 TEST_CASE("beam search with the tensor-op candidate selection returns the scan's n-best lists bit for bit",
           "[beam_search]") {
   // 64 random sources of 1-12 tokens, searched as one batch and one at a time, with both selections.
-  std::mt19937 rng(5);
-  std::vector<std::vector<int64_t>> src;
-  for (int i = 0; i < 64; ++i) {
-    std::vector<int64_t> s(1 + rng() % 12);
-    for (auto& t : s) t = 4 + static_cast<int64_t>(rng() % 26);
-    src.push_back(std::move(s));
-  }
-  auto same = [](const NBestList& a, const NBestList& b) {
-    REQUIRE(a.size() == b.size());
-    for (size_t k = 0; k < a.size(); ++k) {
-      CHECK(a[k].tokens == b[k].tokens);
-      CHECK(std::memcmp(&a[k].score, &b[k].score, sizeof(float)) == 0);
-      CHECK(std::memcmp(&a[k].log_prob, &b[k].log_prob, sizeof(float)) == 0);
-    }
-  };
+  const auto src = random_sources(64, 30, 5);
   for (int beam : {2, 5}) {
     ToyModel model(30, 17 + beam, 0.2);
     SearchOptions scan = options(beam), tensor = options(beam);
@@ -350,8 +346,8 @@ TEST_CASE("beam search with the tensor-op candidate selection returns the scan's
     REQUIRE(got.size() == want.size());
     for (size_t i = 0; i < src.size(); ++i) {
       INFO("beam " << beam << " sentence " << i);
-      same(got[i], want[i]);
-      if (i % 8 == 0) same(beam_search(model, make_source({src[i]}), tensor)[0], want[i]);
+      same_lists(got[i], want[i]);
+      if (i % 8 == 0) same_lists(beam_search(model, make_source({src[i]}), tensor)[0], want[i]);
     }
   }
 }
@@ -369,13 +365,7 @@ TEST_CASE("a Transformer's beam search from the logits returns the n-best lists 
     auto model = parla::models::build_seq2seq(cfg, 60, 60);
     model->eval();
     parla::testing::prepare_for_decoding(*model, kind);
-    std::mt19937 rng(6);
-    std::vector<std::vector<int64_t>> src;
-    for (int i = 0; i < 12; ++i) {
-      std::vector<int64_t> s(1 + rng() % 7);
-      for (auto& t : s) t = 4 + static_cast<int64_t>(rng() % 56);
-      src.push_back(std::move(s));
-    }
+    const auto src = random_sources(12, 60, 6, 7);
     for (int min_length : {0, 3}) {
       SearchOptions fast = options(4, 1.0), slow = options(4, 1.0);
       fast.n_best = slow.n_best = 4;
@@ -388,21 +378,10 @@ TEST_CASE("a Transformer's beam search from the logits returns the n-best lists 
       REQUIRE(got.size() == want.size());
       for (size_t i = 0; i < src.size(); ++i) {
         INFO(kind << " min_length " << min_length << " sentence " << i);
-        REQUIRE(got[i].size() == want[i].size());
-        for (size_t k = 0; k < want[i].size(); ++k) {
-          CHECK(got[i][k].tokens == want[i][k].tokens);
-          CHECK(std::memcmp(&got[i][k].log_prob, &want[i][k].log_prob, sizeof(float)) == 0);
-          CHECK(std::memcmp(&got[i][k].score, &want[i][k].score, sizeof(float)) == 0);
-        }
+        same_lists(got[i], want[i]);
         // The decoding kinds that promise batch invariance (packed fp32 and int8; LibTorch's own fp32 products
         // round differently with the batch's padding) give a sentence alone the same list.
-        if (kind == "fp32") continue;
-        auto one = beam_search(*model, make_source({src[i]}), fast)[0];
-        REQUIRE(one.size() == want[i].size());
-        for (size_t k = 0; k < want[i].size(); ++k) {
-          CHECK(one[k].tokens == want[i][k].tokens);
-          CHECK(std::memcmp(&one[k].log_prob, &want[i][k].log_prob, sizeof(float)) == 0);
-        }
+        if (kind != "fp32") same_lists(beam_search(*model, make_source({src[i]}), fast)[0], want[i]);
       }
     }
   }
