@@ -44,19 +44,23 @@ void BeamSearch::add(const torch::Tensor& src, const std::vector<int64_t>& ids) 
   const float ninf = -std::numeric_limits<float>::infinity();
   const auto device = src.device();
   auto state = model_.start(src);
-  // K rows per sentence; only the first is live at the start, the others score -inf so that the first step
-  // does not expand K copies of the same prefix.
-  state->reorder_beams(torch::arange(batch, torch::dtype(torch::kLong).device(device)).repeat_interleave(K_), {}, K_);
-  auto bos = torch::full({batch * K_}, model_.start_id(), torch::dtype(torch::kLong).device(device));
+  const auto long_opts = torch::dtype(torch::kLong).device(device);
   if (active_.empty()) {  // a fresh search: the finished sentences' state goes
+    // Every hypothesis of a sentence is the same empty prefix until the first step, so that step runs one decoder
+    // row per sentence (CTranslate2 and fairseq do the same), the beam's rows come from its candidates.
     state_ = std::move(state);
-    prev_ = bos;
+    prev_ = torch::full({batch}, model_.start_id(), long_opts);
+    first_step_single_ = true;
     rows_.clear();
     steps_ = 0;
   } else {
+    // K rows per sentence; only the first is live at the start, the others score -inf so that the first step
+    // does not expand K copies of the same prefix.
+    expand_first_step();
+    state->reorder_beams(torch::arange(batch, long_opts).repeat_interleave(K_), {}, K_);
     if (!state_->append(*state))
       throw UsageError("this model's decoder state cannot take sentences into a running search");
-    prev_ = torch::cat({prev_, bos});
+    prev_ = torch::cat({prev_, torch::full({batch * K_}, model_.start_id(), long_opts)});
   }
   const auto src_len = source_lengths(src);
   std::vector<std::vector<int64_t>> vocabularies;
@@ -87,19 +91,22 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
   torch::NoGradGuard no_grad;
   const float ninf = -std::numeric_limits<float>::infinity();
   const int64_t A = static_cast<int64_t>(active_.size()), K = K_, V = V_;
+  // Decoder rows per sentence in this step: K, or 1 at the first step of a fresh search (add()). Row r of the step
+  // is hypothesis rows_[(r / P) * K + r % P].
+  const int64_t P = first_step_single_ ? 1 : K, N = A * P;
   const auto device = prev_.device();
   torch::Tensor attention;
   if (o_.shortlist) {
-    shortlist_.row_vocabulary.resize(A * K);
-    for (int64_t r = 0; r < A * K; ++r) shortlist_.row_vocabulary[r] = active_[r / K].slot;
+    shortlist_.row_vocabulary.resize(N);
+    for (int64_t r = 0; r < N; ++r) shortlist_.row_vocabulary[r] = active_[r / P].slot;
   }
-  std::vector<int64_t> row_limit(A * K), row_step;
-  std::vector<float> row_score(A * K);
+  std::vector<int64_t> row_limit(N), row_step;
+  std::vector<float> row_score(N);
   bool same_step = true;
-  for (int64_t r = 0; r < A * K; ++r) {
-    row_limit[r] = active_[r / K].limit;
-    row_score[r] = rows_[r].log_prob;
-    same_step = same_step && active_[r / K].joined == active_[0].joined;
+  for (int64_t r = 0; r < N; ++r) {
+    row_limit[r] = active_[r / P].limit;
+    row_score[r] = rows_[(r / P) * K + r % P].log_prob;
+    same_step = same_step && active_[r / P].joined == active_[0].joined;
   }
   // On the CPU the candidates come straight from the logits and one log-sum-exp per live row (nn/log_softmax.h):
   // the log-probabilities the step would have written, never written. A row at its length limit (EOS forced,
@@ -109,12 +116,12 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
   const bool from_logits = !o_.attention && !o_.device_candidates && device.is_cpu() && model_.has_step_logits(*state_);
   if (from_logits) {
     logp = model_.step_logits(prev_, *state_).to(torch::kFloat).contiguous();
-    std::vector<bool> live(static_cast<size_t>(A * K));
-    for (int64_t r = 0; r < A * K; ++r) live[r] = row_score[r] > ninf;
+    std::vector<bool> live(static_cast<size_t>(N));
+    for (int64_t r = 0; r < N; ++r) live[r] = row_score[r] > ninf;
     row_shift = nn::row_log_sum_exp(logp, live);
     float* x = logp.data_ptr<float>();
-    for (int64_t r = 0; r < A * K; ++r)
-      if (live[r] && steps_ - active_[r / K].joined >= row_limit[r]) {
+    for (int64_t r = 0; r < N; ++r)
+      if (live[r] && steps_ - active_[r / P].joined >= row_limit[r]) {
         kernels::subtract(x + r * V, V, row_shift[r], x + r * V);
         row_shift[r] = 0.0f;
       }
@@ -124,14 +131,14 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
   if (same_step) {
     constrain_step(logp, steps_ - active_[0].joined, row_limit, o_.min_length, model_.start_id());
   } else {
-    for (int64_t r = 0; r < A * K; ++r) row_step.push_back(steps_ - active_[r / K].joined);
+    for (int64_t r = 0; r < N; ++r) row_step.push_back(steps_ - active_[r / P].joined);
     constrain_step(logp, row_step, row_limit, o_.min_length, model_.start_id());
   }
   // Off the CPU, only the [A, 2K] result comes to the host, not the [A * K, V] log-probabilities.
   const auto top = o_.device_candidates || !logp.device().is_cpu()
-                       ? best_candidates_tensor(logp, torch::from_blob(row_score.data(), {A * K}).to(logp.device()),
-                                                K, candidates_)
-                       : best_candidates(logp, row_score, K, candidates_, row_shift);
+                       ? best_candidates_tensor(logp, torch::from_blob(row_score.data(), {N}).to(logp.device()),
+                                                P, candidates_)
+                       : best_candidates(logp, row_score, P, candidates_, row_shift);
   // Alignments: the step's attention comes to the host once, not one row per hypothesis.
   if (o_.attention) attention = attention.to(torch::kCPU, torch::kFloat).contiguous();
 
@@ -147,8 +154,8 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
     for (int64_t j = 0; j < static_cast<int64_t>(cand.size()) && static_cast<int64_t>(live.size()) < K; ++j) {
       const float value = cand[j].score;
       const int64_t beam = cand[j].index / V, token = cand[j].index % V;
-      const int64_t parent = a * K + beam;
-      const Live& p = rows_[parent];
+      const int64_t parent = a * P + beam;  // the decoder row; its hypothesis is rows_[a * K + beam]
+      const Live& p = rows_[a * K + beam];
       if (token == parla::kEosId) {
         if (j >= K) continue;
         Hypothesis h;
@@ -195,7 +202,7 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
         next_prev.push_back(live_token[k]);
         next_rows.push_back(std::move(live[k]));
       } else {  // fewer live candidates than the beam (tiny vocabularies): a dead row
-        reorder.push_back(a * K);
+        reorder.push_back(a * P);
         next_prev.push_back(parla::kEosId);
         Live dead;
         dead.log_prob = ninf;
@@ -205,6 +212,7 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
     next_active.push_back(std::move(sent));
   }
   ++steps_;
+  first_step_single_ = false;  // the reorder below makes K rows per sentence
   active_ = std::move(next_active);
   rows_ = std::move(next_rows);
   if (active_.empty()) {  // nothing left to reorder: the next add() starts afresh
@@ -230,6 +238,7 @@ void BeamSearch::remove(const std::vector<int64_t>& ids) {
   auto leaving = [&](const Sentence& s) { return std::find(ids.begin(), ids.end(), s.id) != ids.end(); };
   if (std::none_of(active_.begin(), active_.end(), leaving)) return;
   torch::NoGradGuard no_grad;
+  expand_first_step();
   std::vector<int64_t> groups, rows;
   std::vector<Sentence> kept;
   std::vector<Live> kept_rows;
@@ -253,6 +262,14 @@ void BeamSearch::remove(const std::vector<int64_t>& ids) {
   auto row_index = torch::tensor(rows, torch::kLong).to(device);
   state_->reorder_beams(row_index, torch::tensor(groups, torch::kLong).to(device), K_);
   prev_ = prev_.index_select(0, row_index);
+}
+
+void BeamSearch::expand_first_step() {
+  if (!first_step_single_) return;
+  first_step_single_ = false;
+  const auto rows = torch::arange(static_cast<int64_t>(active_.size()), prev_.options()).repeat_interleave(K_);
+  state_->reorder_beams(rows, {}, K_);
+  prev_ = prev_.index_select(0, rows);
 }
 
 std::vector<NBestList> beam_search(models::Seq2SeqModel& model, const torch::Tensor& src, const SearchOptions& o) {

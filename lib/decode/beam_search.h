@@ -50,7 +50,8 @@ class BeamSearch {
   void remove(const std::vector<int64_t>& ids);
   // Sentences being searched.
   size_t size() const { return active_.size(); }
-  // Decoder rows (sentences x beam) of the next step.
+  // Hypothesis rows (sentences x beam) of the next step (a fresh search's first step runs one decoder row per
+  // sentence).
   int64_t rows() const { return static_cast<int64_t>(rows_.size()); }
 
  private:
@@ -74,6 +75,10 @@ class BeamSearch {
   std::vector<Sentence> active_;   // block a of K rows belongs to active_[a]
   std::vector<Live> rows_;
   int64_t steps_ = 0;              // steps of this state (a sentence's own step is steps_ - joined)
+  bool first_step_single_ = false;  // state_ and prev_ hold one row per sentence (a fresh search's first step)
+  // Gives state_ and prev_ K rows per sentence again (rows 1..K-1 copies of row 0, dead in rows_) when a
+  // sentence joins or leaves before the first step.
+  void expand_first_step();
   models::OutputShortlist shortlist_;  // with o_.shortlist: the searched sentences' vocabularies (state_ points here)
 };
 

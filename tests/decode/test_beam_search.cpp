@@ -239,8 +239,9 @@ TEST_CASE("finished sentences leave the batch", "[beam_search]") {
   auto out = beam_search(model, src, o);
   CHECK(out[0][0].tokens.size() == 1);
   CHECK(out[1][0].tokens.size() == 30);
-  // 2 rows for the short sentence for 2 steps, 2 rows for the long one for 31 steps.
-  CHECK(model.rows_stepped == 2 * 2 + 2 * 31);
+  // One decoder row per sentence at the first step, then 2 rows: the short sentence stops after its second step,
+  // the long one after its 31st.
+  CHECK(model.rows_stepped == 2 * 1 + 2 + 2 * 30);
 }
 
 TEST_CASE("search keeps attention per target token when asked", "[beam_search]") {

@@ -5,6 +5,7 @@
 // test_real_models.cpp).
 #include <catch2/catch.hpp>
 
+#include <cstring>
 #include <map>
 #include <set>
 
@@ -12,6 +13,7 @@
 
 #include "decode/beam_search.h"
 #include "decode/ensemble.h"
+#include "models/decoding_kind.h"
 #include "models/factory.h"
 #include "models/tiny_config.h"
 #include "support/cuda.h"
@@ -236,6 +238,107 @@ TEST_CASE("continuous search: sentences removed from a running search never come
       auto alone = beam_search(*model, make_source({sentences[static_cast<size_t>(id)]}), o)[0];
       INFO(name << ", sentence " << id);
       CHECK(best[0].tokens == alone[0].tokens);
+    }
+  }
+}
+
+TEST_CASE("continuous search: a fresh search's first step runs one decoder row per sentence, and sentences that "
+          "join or leave before it get the results of a search that started with beam rows", "[continuous]") {
+  // Two ways through one first step: all sentences in one add() (one decoder row each, the beam's rows come from
+  // that row's candidates), or in two add()s before any step (the second expands the first group to beam rows
+  // per sentence, rows 1.. dead, as a sentence joining a running search has). Every hypothesis row is the same
+  // empty prefix until then, so the n-best lists must be the same; with the toy model (every row computed alone,
+  // in double) and the Transformer's batch-invariant kinds to the bit.
+  using parla::decode::testing::ToyModel;
+  const auto sentences = random_sources(10, 40, 51, 9);
+  const auto first_half = std::vector<std::vector<int64_t>>(sentences.begin(), sentences.begin() + 4);
+  const auto second_half = std::vector<std::vector<int64_t>>(sentences.begin() + 4, sentences.end());
+  std::vector<int64_t> ids(sentences.size());
+  for (size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<int64_t>(i);
+  const std::vector<int64_t> first_ids(ids.begin(), ids.begin() + 4), second_ids(ids.begin() + 4, ids.end());
+  auto finish = [](BeamSearch& search) {
+    std::map<int64_t, NBestList> out;
+    while (search.size() > 0)
+      for (auto& [id, best] : search.step()) out[id] = std::move(best);
+    return out;
+  };
+  auto same_bits = [](const NBestList& a, const NBestList& b) {
+    REQUIRE(a.size() == b.size());
+    for (size_t k = 0; k < a.size(); ++k) {
+      CHECK(a[k].tokens == b[k].tokens);
+      CHECK(std::memcmp(&a[k].score, &b[k].score, sizeof(float)) == 0);
+      CHECK(std::memcmp(&a[k].log_prob, &b[k].log_prob, sizeof(float)) == 0);
+    }
+  };
+  const int beam = 4;
+  auto o = continuous_options(beam, 3);
+
+  SECTION("the toy model: decoder rows of the first step, and the same lists to the bit") {
+    ToyModel one_model(40, 9, 0.3), two_model(40, 9, 0.3);
+    BeamSearch one(one_model, o), two(two_model, o);
+    one.add(make_source(sentences), ids);
+    two.add(make_source(first_half), first_ids);
+    two.add(make_source(second_half), second_ids);
+    CHECK(one.rows() == beam * 10);  // hypothesis rows, as before
+    auto first = one.step();
+    two.step();
+    CHECK(one_model.rows_stepped == 10);
+    CHECK(two_model.rows_stepped == beam * 10);
+    auto got = finish(one), want = finish(two);
+    for (auto& [id, best] : first) got[id] = std::move(best);
+    REQUIRE(got.size() == sentences.size());
+    REQUIRE(want.size() == sentences.size());
+    for (int64_t i : ids) {
+      INFO("sentence " << i);
+      same_bits(got[i], want[i]);
+    }
+  }
+
+  SECTION("every decoder state kind: the same tokens; the Transformer's packed and int8 kinds the same bits") {
+    auto models = models_under_test();
+    for (std::string kind : {"packed", "int8"}) {
+      auto cfg = parla::testing::tiny_transformer();
+      cfg.dropout = 0;
+      torch::manual_seed(8);
+      auto m = models::build_seq2seq(cfg, 40, 40);
+      m->eval();
+      parla::testing::prepare_for_decoding(*m, kind);
+      models.push_back({"transformer " + kind, m});
+    }
+    for (auto& [name, model] : models) {
+      const bool bits = name == "transformer packed" || name == "transformer int8";
+      BeamSearch one(*model, o), two(*model, o);
+      one.add(make_source(sentences), ids);
+      two.add(make_source(first_half), first_ids);
+      two.add(make_source(second_half), second_ids);
+      auto got = finish(one), want = finish(two);
+      REQUIRE(got.size() == sentences.size());
+      for (int64_t i : ids) {
+        INFO(name << ", sentence " << i);
+        if (bits) {
+          same_bits(got[i], want[i]);
+        } else {
+          REQUIRE(got[i].size() == want[i].size());
+          for (size_t k = 0; k < want[i].size(); ++k) {
+            CHECK(got[i][k].tokens == want[i][k].tokens);
+            CHECK(got[i][k].score == Approx(want[i][k].score).epsilon(1e-4));
+          }
+        }
+      }
+      // Sentences leaving before the first step: the others' lists do not change.
+      BeamSearch three(*model, o);
+      three.add(make_source(sentences), ids);
+      three.remove({1, 6, 1000});
+      auto left = finish(three);
+      CHECK(left.size() == sentences.size() - 2);
+      CHECK(left.count(1) == 0);
+      CHECK(left.count(6) == 0);
+      for (auto& [id, best] : left) {
+        INFO(name << ", after removals, sentence " << id);
+        REQUIRE(best.size() == want[id].size());
+        for (size_t k = 0; k < best.size(); ++k) CHECK(best[k].tokens == want[id][k].tokens);
+        if (bits) same_bits(best, want[id]);
+      }
     }
   }
 }

@@ -67,6 +67,14 @@ class ToyState : public models::DecoderState {
     source = std::move(s);
     prefix = std::move(p);
   }
+  // Joining is supported before the first step only (the toy keeps no per-row step count).
+  bool append(models::DecoderState& base) override {
+    auto* other = dynamic_cast<ToyState*>(&base);
+    if (!other || steps_ != 0 || other->steps_ != 0) return false;
+    source.insert(source.end(), other->source.begin(), other->source.end());
+    prefix.insert(prefix.end(), other->prefix.begin(), other->prefix.end());
+    return true;
+  }
   int64_t steps() const override { return steps_; }
 };
 
