@@ -45,6 +45,10 @@ class TransformerState : public DecoderState {
     std::shared_ptr<const nn::Int8Matrix> int8;
     std::shared_ptr<const nn::PackedMatrix> packed;
   } shortlist_projection;
+  // step_logits' output on the CPU, kept from step to step (its [N, V] view is what a step returns): a batch-64
+  // step of a 58k vocabulary writes 60 MB, which glibc maps and unmaps at every step in a thread other than main
+  // (its arenas are 64 MB mappings).
+  torch::Tensor logits_buffer;
 
  private:
   // Renumbers the steps once every row joined at step `min_start` or later (nothing reads older positions).

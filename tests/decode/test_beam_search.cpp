@@ -21,6 +21,7 @@
 #include "models/decoding_kind.h"
 #include "models/factory.h"
 #include "models/tiny_config.h"
+#include "models/transformer.h"
 #include "toy_model.h"
 
 using namespace parla;
@@ -359,12 +360,22 @@ TEST_CASE("a Transformer's beam search from the logits returns the n-best lists 
   // Without alignments, on the CPU, beam search reads the logits and a log-sum-exp per row (the fast path); with
   // alignments it reads the model's written-out log-probabilities. Both must agree to the bit, at the length limit
   // (rows whose EOS is forced keep its log-probability), under a minimum length, in one batch and one at a time.
+  // The output layer three ways: tied, tied with an output bias (OPUS-MT's), untied with a bias; the fast path
+  // writes the packed and int8 products into the state's buffer (models/transformer.h), the slow one returns new
+  // tensors.
+  for (int output : {0, 1, 2})
   for (std::string kind : {"fp32", "packed", "int8"}) {
     auto cfg = parla::testing::tiny_transformer();
     cfg.dropout = 0;
+    cfg.output_bias = output > 0;
+    cfg.tie_output = output < 2;
     torch::manual_seed(6);
     auto model = parla::models::build_seq2seq(cfg, 60, 60);
     model->eval();
+    if (output > 0) {
+      torch::NoGradGuard no_grad;
+      std::dynamic_pointer_cast<parla::models::TransformerModel>(model)->output_bias.normal_(0.0, 0.5);
+    }
     parla::testing::prepare_for_decoding(*model, kind);
     const auto src = random_sources(12, 60, 6, 7);
     for (int min_length : {0, 3}) {
@@ -378,7 +389,7 @@ TEST_CASE("a Transformer's beam search from the logits returns the n-best lists 
       auto got = beam_search(*model, make_source(src), fast);
       REQUIRE(got.size() == want.size());
       for (size_t i = 0; i < src.size(); ++i) {
-        INFO(kind << " min_length " << min_length << " sentence " << i);
+        INFO(kind << " output layer " << output << " min_length " << min_length << " sentence " << i);
         same_lists(got[i], want[i]);
         // The decoding kinds that promise batch invariance (packed fp32 and int8; LibTorch's own fp32 products
         // round differently with the batch's padding) give a sentence alone the same list.
