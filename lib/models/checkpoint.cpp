@@ -132,6 +132,13 @@ text::SentencePieceVocab target_vocab(const ModelMeta& meta, const std::string& 
   return vocab_of(meta.tgt_spm, meta.tgt_pieces, path, "target");
 }
 
+std::pair<text::SentencePieceVocab, text::SentencePieceVocab> vocabularies(const ModelMeta& meta,
+                                                                         const std::string& path) {
+  auto source = source_vocab(meta, path);
+  if (meta.tgt_spm == meta.src_spm && meta.tgt_pieces == meta.src_pieces) return {source, source};
+  return {source, target_vocab(meta, path)};
+}
+
 void require_float_checkpoint(const ModelMeta& meta, const std::string& path, const std::string& use) {
   if (!meta.int8.empty())
     throw DataError(path + ": is an int8 checkpoint (parla-train quantize), which only translates; " + use +

@@ -22,6 +22,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -53,6 +54,10 @@ struct ModelMeta {
 // when it has them. DataError naming `path` when they do not load.
 text::SentencePieceVocab source_vocab(const ModelMeta& meta, const std::string& path);
 text::SentencePieceVocab target_vocab(const ModelMeta& meta, const std::string& path);
+// Both, the target the source's own object when the two sides are the same model and piece table (OPUS-MT's and
+// any joint vocabulary: building a SentencePiece model of 58k pieces costs about 0.1 s).
+std::pair<text::SentencePieceVocab, text::SentencePieceVocab> vocabularies(const ModelMeta& meta,
+                                                                         const std::string& path);
 
 // DataError naming the file when `meta` is an int8 checkpoint: such a file decodes, but cannot be trained,
 // averaged or used to initialise a model. `use` names what was asked of it ("--resume", "average", ...).
