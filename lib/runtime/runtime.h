@@ -9,10 +9,11 @@ namespace parla::runtime {
 
 // Call first thing in main of programs that compute with LibTorch. LibTorch's OpenMP threads spin-wait after
 // parallel regions and fight OpenBLAS's threads for the cores, and glibc maps and unmaps every large
-// activation; both were measured to cost 1.7x in training. The variables that fix this are read only at
-// process start, so when they are unset this re-executes the program once with them set
-// (OMP_WAIT_POLICY=PASSIVE, MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_, and OPENBLAS_NUM_THREADS=1 so that
-// OpenBLAS's pool does not spin at start-up: apply() gives it runtime.threads). PARLA_NO_REEXEC=1 disables it.
+// activation; both were measured to cost 1.7x in training. The variables that fix this are read only as the
+// process starts, so where they are unset the program restarts once with them set (OMP_WAIT_POLICY=PASSIVE,
+// MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_, and OPENBLAS_NUM_THREADS=1 so that OpenBLAS's pool does not spin at
+// start-up: apply() gives it runtime.threads). The restart happens from the executable's preinit array, before any
+// library's constructor has run; calling this function is what links it in. PARLA_NO_REEXEC=1 disables it.
 void tune_process(int argc, char** argv);
 
 // Applies runtime.threads (0 = all cores, divided among runtime.inter_threads workers) to LibTorch's intra-op pool

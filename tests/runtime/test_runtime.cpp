@@ -3,11 +3,13 @@
 #include <algorithm>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include <torch/torch.h>
 
 #include "runtime/runtime.h"
 #include "runtime/torch_compat.h"
+#include "support/run.h"
 
 TEST_CASE("runtime: threads = N sets LibTorch's intra-op pool to N, and 0 means all cores") {
   parla::RuntimeConfig rc;
@@ -80,4 +82,52 @@ TEST_CASE("runtime: a SingleThreadScope keeps the calling thread's parallel regi
   }
   CHECK(parla::runtime::parallel_width(64) == 2);
   parla::runtime::apply(parla::RuntimeConfig{});
+}
+
+namespace {
+
+// Every "GOMP_SPINCOUNT = 'N'" that libgomp printed (OMP_DISPLAY_ENV=verbose): what each OpenMP runtime in the
+// process read from the environment as it started. 0 is passive waiting.
+std::vector<std::string> spin_counts(const std::string& err) {
+  std::vector<std::string> counts;
+  const std::string key = "GOMP_SPINCOUNT = '";
+  for (size_t at = err.find(key); at != std::string::npos; at = err.find(key, at + 1)) {
+    const size_t begin = at + key.size();
+    counts.push_back(err.substr(begin, err.find('\'', begin) - begin));
+  }
+  return counts;
+}
+
+}  // namespace
+
+TEST_CASE("runtime: an executable started without the tuning variables has them before its libraries read them") {
+  using parla::testing::executable;
+  using parla::testing::run;
+  const std::string exe = executable("parla-translate");
+  auto with = [&](std::vector<std::string> vars) {
+    std::vector<std::string> args{"-u", "OMP_WAIT_POLICY", "-u", "OPENBLAS_NUM_THREADS", "-u", "PARLA_NO_REEXEC",
+                                  "OMP_DISPLAY_ENV=verbose"};
+    args.insert(args.end(), vars.begin(), vars.end());
+    args.push_back(exe);
+    args.push_back("--version");
+    return run("/usr/bin/env", args);
+  };
+  // Restarted with OMP_WAIT_POLICY=PASSIVE: libgomp waits without spinning. The user's own variable
+  // (OMP_DISPLAY_ENV) and the arguments (--version) survive the restart.
+  auto tuned = with({});
+  REQUIRE(tuned.exit_code == 0);
+  CHECK(tuned.out.find("parla-translate ") != std::string::npos);
+  auto counts = spin_counts(tuned.err);
+  REQUIRE_FALSE(counts.empty());
+  for (const auto& c : counts) CHECK(c == "0");
+  // PARLA_NO_REEXEC=1: libgomp's default (spinning before it sleeps), not passive.
+  auto untuned = with({"PARLA_NO_REEXEC=1"});
+  REQUIRE(untuned.exit_code == 0);
+  counts = spin_counts(untuned.err);
+  REQUIRE_FALSE(counts.empty());
+  for (const auto& c : counts) CHECK(c != "0");
+  // A user's own OMP_WAIT_POLICY is kept (no restart).
+  auto active = with({"OMP_WAIT_POLICY=active"});
+  REQUIRE(active.exit_code == 0);
+  CHECK(active.err.find("OMP_WAIT_POLICY = 'ACTIVE'") != std::string::npos);
 }
