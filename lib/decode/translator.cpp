@@ -98,19 +98,20 @@ Translator Translator::load(const std::vector<std::string>& checkpoints, const D
   if (checkpoints.empty()) throw UsageError("no model given: pass a checkpoint with -m/--models");
   runtime::resolve_precision(cfg.precision, device, "decoding.precision");  // before loading: int8 on a GPU
   std::vector<std::shared_ptr<models::Seq2SeqModel>> members;
-  models::ModelMeta first = models::read_meta(checkpoints[0]);
-  if (first.src_spm.empty() || first.tgt_spm.empty())
-    throw DataError("checkpoint " + checkpoints[0] + " carries no SentencePiece model, so it cannot translate raw text");
-  // The SentencePiece models build on another thread while the weights load (start-up: 0.1-0.2 s of 1.3 s at the
-  // OPUS-MT size).
-  auto vocabularies = std::async(std::launch::async, [&first, &checkpoints] {
-    return models::vocabularies(first, checkpoints[0]);
-  });
+  models::ModelMeta first;
+  // The first checkpoint's SentencePiece models build on another thread while its weights load (start-up: 0.1-0.2 s
+  // of 1.3 s at the OPUS-MT size).
+  std::future<std::pair<text::SentencePieceVocab, text::SentencePieceVocab>> vocabularies;
   for (size_t i = 0; i < checkpoints.size(); ++i) {
     const auto& path = checkpoints[i];
-    auto loaded = models::load_seq2seq(path, device);
-    if (loaded.meta.src_spm.empty() || loaded.meta.tgt_spm.empty())
-      throw DataError("checkpoint " + path + " carries no SentencePiece model, so it cannot translate raw text");
+    auto loaded = models::load_seq2seq(path, device, [&](const models::ModelMeta& meta) {
+      if (meta.src_spm.empty() || meta.tgt_spm.empty())
+        throw DataError("checkpoint " + path + " carries no SentencePiece model, so it cannot translate raw text");
+      if (i > 0) return;
+      first = meta;
+      vocabularies = std::async(std::launch::async,
+                                [&first, &checkpoints] { return models::vocabularies(first, checkpoints[0]); });
+    });
     if (i > 0 && (loaded.meta.src_spm != first.src_spm || loaded.meta.tgt_spm != first.tgt_spm ||
                loaded.meta.src_pieces != first.src_pieces || loaded.meta.tgt_pieces != first.tgt_pieces)) {
       throw DataError("checkpoint " + path + " uses different SentencePiece models than " + checkpoints[0] +

@@ -235,10 +235,12 @@ std::shared_ptr<torch::nn::Module> build_saved_model(const std::string& path, co
   return model;
 }
 
-LoadedSeq2Seq load_seq2seq(const std::string& path, const torch::Device& device) {
+LoadedSeq2Seq load_seq2seq(const std::string& path, const torch::Device& device,
+                           const std::function<void(const ModelMeta&)>& on_meta) {
   const auto archive = TensorArchive::load(path);
   LoadedSeq2Seq out;
   out.meta = read_meta_from(archive);
+  if (on_meta) on_meta(out.meta);
   {
     // Every parameter is read below or replaced by its int8 matrix, strictly: nothing random is needed.
     nn::SkipInitialization skip;

@@ -79,8 +79,11 @@ struct LoadedSeq2Seq {
 // An int8 checkpoint loads with its int8 weights in place (CPU only: ConfigError naming runtime.device otherwise).
 // Rebuilds the model from meta.config["model"] and the stored vocabulary sizes via the factory (within a memory
 // budget set by the file's size: build_within_file_budget), loads its weights and puts it on `device`. DataError
-// naming the file for a missing, corrupt or non-parla file, or a config/weight mismatch.
-LoadedSeq2Seq load_seq2seq(const std::string& path, const torch::Device& device = torch::kCPU);
+// naming the file for a missing, corrupt or non-parla file, or a config/weight mismatch. `on_meta`, when given, sees
+// the metadata as soon as it is read, before the model is built (a caller can start on the vocabularies meanwhile);
+// what it throws leaves load_seq2seq.
+LoadedSeq2Seq load_seq2seq(const std::string& path, const torch::Device& device = torch::kCPU,
+                           const std::function<void(const ModelMeta&)>& on_meta = {});
 // The metadata only.
 ModelMeta read_meta(const std::string& path);
 // Loads weights into an existing model (every parameter and buffer must be present with the same shape), then
