@@ -146,13 +146,14 @@ torch::Tensor TransformerModel::encode(const torch::Tensor& src) {
   return encoder(embed(src_embed, src_positions, src, 0, cfg_.source_word_dropout), src.ne(kPadId));
 }
 
-torch::Tensor TransformerModel::output_logits(const torch::Tensor& hidden) {
+torch::Tensor TransformerModel::output_logits(const torch::Tensor& hidden, torch::Tensor* storage) {
   // The bias joins the logits as they are written (packed: the same sum) or in place (no second [N, V] tensor:
   // an OPUS-MT model's 58k-entry bias at every step); not inside int8's dequantization, whose multiply-add would
   // round once where the sum of two steps rounds twice.
-  if (output_packed) return nn::packed_linear(hidden, *output_packed, output_bias);
-  if (!output_weight.defined()) return tgt_embed->project(hidden, output_bias);
-  auto logits = output_int8 ? nn::int8_linear(hidden, *output_int8) : torch::matmul(hidden, output_weight.t());
+  if (output_packed) return nn::packed_linear(hidden, *output_packed, output_bias, storage);
+  if (!output_weight.defined()) return tgt_embed->project(hidden, output_bias, storage);
+  auto logits = output_int8 ? nn::int8_linear(hidden, *output_int8, {}, storage)
+                            : torch::matmul(hidden, output_weight.t());
   return output_bias.defined() ? logits.add_(output_bias.to(logits.dtype())) : logits;
 }
 
@@ -236,29 +237,7 @@ torch::Tensor TransformerModel::step_logits(const torch::Tensor& prev, DecoderSt
   auto& state = dynamic_cast<TransformerState&>(base_state);
   TORCH_CHECK(!state.shortlist, "step_logits: the state has a shortlist (use step)");
   runtime::SingleThreadScope small(small_on_cpu(prev, cfg_.d_model));
-  auto hidden = decoder_output(prev, state, nullptr);
-  // On the CPU, the packed and int8 products write into the state's buffer (the same sums as output_logits).
-  const nn::PackedMatrix* packed = output_packed ? output_packed.get()
-                                   : output_weight.defined() ? nullptr
-                                                             : tgt_embed->packed_projection();
-  const nn::Int8Matrix* int8 = output_int8 ? output_int8.get() : output_weight.defined() ? nullptr : tgt_embed->int8();
-  if (int8 && (int8->fallback.defined() || !int8->packed)) int8 = nullptr;
-  if (!(packed || int8) || !hidden.device().is_cpu() || hidden.scalar_type() != torch::kFloat || hidden.dim() != 2)
-    return output_logits(hidden);
-  hidden = hidden.contiguous();
-  const int64_t rows = hidden.size(0), V = tgt_vocab_;
-  auto& buffer = state.logits_buffer;
-  if (!buffer.defined() || buffer.numel() < rows * V) buffer = torch::empty({rows * V}, hidden.options());
-  auto logits = buffer.narrow(0, 0, rows * V).view({rows, V});
-  const torch::Tensor bias = output_bias.defined() ? output_bias.to(torch::kFloat).contiguous() : torch::Tensor();
-  if (packed) {
-    nn::packed_linear(hidden.data_ptr<float>(), rows, *packed, bias.defined() ? bias.data_ptr<float>() : nullptr,
-                      logits.data_ptr<float>());
-  } else {
-    nn::int8_linear(hidden.data_ptr<float>(), rows, *int8, nullptr, logits.data_ptr<float>());
-    if (bias.defined()) logits.add_(bias);
-  }
-  return logits;
+  return output_logits(decoder_output(prev, state, nullptr), &state.logits_buffer);
 }
 
 }  // namespace parla::models

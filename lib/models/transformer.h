@@ -45,9 +45,8 @@ class TransformerState : public DecoderState {
     std::shared_ptr<const nn::Int8Matrix> int8;
     std::shared_ptr<const nn::PackedMatrix> packed;
   } shortlist_projection;
-  // step_logits' output on the CPU, kept from step to step (its [N, V] view is what a step returns): a batch-64
-  // step of a 58k vocabulary writes 60 MB, which glibc maps and unmaps at every step in a thread other than main
-  // (its arenas are 64 MB mappings).
+  // step_logits' output on the CPU, kept from step to step (its [N, V] view is what a step returns;
+  // nn/reused_output.h says why).
   torch::Tensor logits_buffer;
 
  private:
@@ -75,8 +74,9 @@ class TransformerModel : public Seq2SeqModel {
 
   // Encoder output [B, S, D] of src [B, S].
   torch::Tensor encode(const torch::Tensor& src);
-  // Decoder hidden states [B, T, D] -> logits [B, T, V].
-  torch::Tensor output_logits(const torch::Tensor& hidden);
+  // Decoder hidden states [B, T, D] -> logits [B, T, V]; the packed and int8 products write into *storage when given
+  // (nn/reused_output.h).
+  torch::Tensor output_logits(const torch::Tensor& hidden, torch::Tensor* storage = nullptr);
   // Hidden states [N, D] -> logits [N, U] over state.shortlist's columns (the projection cut to them, cached).
   torch::Tensor shortlist_logits(const torch::Tensor& hidden, TransformerState& state);
   const ModelConfig& config() const { return cfg_; }

@@ -72,9 +72,9 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids_in) {
   return scale_ != 1.0 ? e * scale_ : e;
 }
 
-torch::Tensor EmbeddingImpl::project(const torch::Tensor& h, const torch::Tensor& bias) {
-  if (packed_) return packed_linear(h, *packed_, bias);
-  auto logits = int8_ ? int8_linear(h, *int8_) : torch::matmul(h, weight.t());
+torch::Tensor EmbeddingImpl::project(const torch::Tensor& h, const torch::Tensor& bias, torch::Tensor* storage) {
+  if (packed_) return packed_linear(h, *packed_, bias, storage);
+  auto logits = int8_ ? int8_linear(h, *int8_, {}, storage) : torch::matmul(h, weight.t());
   return bias.defined() ? logits.add_(bias.to(logits.dtype())) : logits;
 }
 

@@ -22,7 +22,8 @@ class EmbeddingImpl : public torch::nn::Module {
 
   // h [..., dim] -> [..., vocab_size] = h weight^T (+ bias [vocab_size] when given): the table as a tied output
   // projection. The packed product adds the bias as it writes its output, the others in place (the same sums).
-  torch::Tensor project(const torch::Tensor& h, const torch::Tensor& bias = {});
+  // The packed and int8 products write into *storage when given (nn/reused_output.h).
+  torch::Tensor project(const torch::Tensor& h, const torch::Tensor& bias = {}, torch::Tensor* storage = nullptr);
 
   // Replaces the float table by `m` (its memory is released; the shape stays). Inference only.
   void use_int8(Int8Matrix m);

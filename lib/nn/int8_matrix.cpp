@@ -7,6 +7,7 @@
 #include <torch/torch.h>
 
 #include "kernels/int8_gemm.h"
+#include "nn/reused_output.h"
 
 namespace parla::nn {
 
@@ -68,14 +69,15 @@ torch::Tensor Int8Matrix::dequantized_rows(const torch::Tensor& ids) const {
 
 constexpr int64_t kMinTaskElements = 131072;
 
-torch::Tensor int8_linear(const torch::Tensor& x, const Int8Matrix& m, const torch::Tensor& bias) {
+torch::Tensor int8_linear(const torch::Tensor& x, const Int8Matrix& m, const torch::Tensor& bias,
+                          torch::Tensor* storage) {
   TORCH_CHECK(x.device().is_cpu(), "int8 products run on the CPU");
   TORCH_CHECK(x.size(-1) == m.cols(), "int8_linear: input has ", x.size(-1), " features, the matrix ", m.cols());
   if (m.fallback.defined()) return torch::linear(x.to(torch::kFloat), m.fallback, bias);
   const int64_t k = m.cols(), n = m.rows();
   auto xf = x.to(torch::kFloat).reshape({-1, k}).contiguous();
   const int64_t rows = xf.size(0);
-  auto y = torch::empty({rows, n}, torch::kFloat);
+  auto y = reused_output(storage, rows, n);
   torch::Tensor b = bias.defined() ? bias.to(torch::kFloat).contiguous() : torch::Tensor();
   int8_linear(xf.data_ptr<float>(), rows, m, b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr<float>());
   auto shape = x.sizes().vec();

@@ -33,8 +33,10 @@ struct Int8Matrix {
   torch::Tensor dequantized_rows(const torch::Tensor& ids) const;  // ids int64 [...] -> float [..., k]
 };
 
-// x float [..., k] (CPU) times m^T plus bias (float [n] or undefined) -> float [..., n].
-torch::Tensor int8_linear(const torch::Tensor& x, const Int8Matrix& m, const torch::Tensor& bias = {});
+// x float [..., k] (CPU) times m^T plus bias (float [n] or undefined) -> float [..., n]; written into *storage when
+// given and the product runs in int8 (nn/reused_output.h).
+torch::Tensor int8_linear(const torch::Tensor& x, const Int8Matrix& m, const torch::Tensor& bias = {},
+                          torch::Tensor* storage = nullptr);
 // The same over raw buffers: x [rows, k] -> y [rows, n] (row-major, y not overlapping x), bias [n] or null; the same
 // bits as the tensor form. Only where the product runs in int8 (m.fallback undefined).
 void int8_linear(const float* x, int64_t rows, const Int8Matrix& m, const float* bias, float* y);

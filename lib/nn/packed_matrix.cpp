@@ -9,6 +9,7 @@
 
 #include "core/memory_pages.h"
 #include "kernels/fp32_gemm.h"
+#include "nn/reused_output.h"
 
 namespace parla::nn {
 
@@ -55,14 +56,15 @@ PackedMatrix PackedMatrix::select_rows(const torch::Tensor& ids) const {
   return pack(w);
 }
 
-torch::Tensor packed_linear(const torch::Tensor& x, const PackedMatrix& m, const torch::Tensor& bias) {
+torch::Tensor packed_linear(const torch::Tensor& x, const PackedMatrix& m, const torch::Tensor& bias,
+                            torch::Tensor* storage) {
   TORCH_CHECK(x.device().is_cpu() && x.scalar_type() == torch::kFloat,
               "packed fp32 products take float tensors on the CPU");
   TORCH_CHECK(x.size(-1) == m.cols, "packed_linear: input has ", x.size(-1), " features, the matrix ", m.cols);
   const int64_t k = m.cols, n = m.rows;
   auto xf = x.reshape({-1, k}).contiguous();
   const int64_t rows = xf.size(0);
-  auto y = torch::empty({rows, n}, torch::kFloat);
+  auto y = reused_output(storage, rows, n);
   torch::Tensor b = bias.defined() ? bias.to(torch::kFloat).contiguous() : torch::Tensor();
   packed_linear(xf.data_ptr<float>(), rows, m, b.defined() ? b.data_ptr<float>() : nullptr, y.data_ptr<float>());
   auto shape = x.sizes().vec();

@@ -25,8 +25,10 @@ struct PackedMatrix {
   PackedMatrix select_rows(const torch::Tensor& ids) const;
 };
 
-// x float [..., k] (CPU) times m^T plus bias (float [n] or undefined) -> float [..., n].
-torch::Tensor packed_linear(const torch::Tensor& x, const PackedMatrix& m, const torch::Tensor& bias = {});
+// x float [..., k] (CPU) times m^T plus bias (float [n] or undefined) -> float [..., n]; written into *storage when
+// given (nn/reused_output.h).
+torch::Tensor packed_linear(const torch::Tensor& x, const PackedMatrix& m, const torch::Tensor& bias = {},
+                            torch::Tensor* storage = nullptr);
 // The same over raw buffers: x [rows, k] -> y [rows, n] (row-major, not overlapping), bias [n] or null.
 void packed_linear(const float* x, int64_t rows, const PackedMatrix& m, const float* bias, float* y);
 
