@@ -44,6 +44,25 @@ TEST_CASE("save then load gives a model with identical outputs and the same meta
     CHECK(e.path().string().find(".tmp") == std::string::npos);
 }
 
+TEST_CASE("load_seq2seq shows the metadata to its on_meta callback once, and what the callback throws leaves it") {
+  TempDir dir("checkpoint-on-meta");
+  torch::manual_seed(2);
+  const auto cfg = parla::testing::tiny_transformer();
+  auto model = build_seq2seq(cfg, 20, 24);
+  const auto path = dir.file("model.pt");
+  save_checkpoint(path, *model, meta_for(cfg));
+  int calls = 0;
+  auto loaded = load_seq2seq(path, torch::kCPU, [&](const ModelMeta& meta) {
+    ++calls;
+    CHECK(meta.src_spm == meta_for(cfg).src_spm);
+    CHECK(meta.tgt_vocab_size == 24);
+  });
+  CHECK(calls == 1);
+  CHECK(outputs(*loaded.model).equal(outputs(*model)));
+  CHECK_THROWS_WITH(load_seq2seq(path, torch::kCPU, [](const ModelMeta&) { throw parla::DataError("refused"); }),
+                    "refused");
+}
+
 TEST_CASE("routing centroids and performer features moved by training are saved and loaded with the weights") {
   TempDir dir("checkpoint-variants");
   torch::manual_seed(3);
