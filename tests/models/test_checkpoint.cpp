@@ -15,6 +15,7 @@
 #include "checkpoint_fixtures.h"
 #include "support/cuda.h"
 #include "support/temp_dir.h"
+#include "support/tiny_checkpoint.h"
 
 using namespace parla::models;
 using parla::testing::TempDir;
@@ -61,6 +62,27 @@ TEST_CASE("load_seq2seq shows the metadata to its on_meta callback once, and wha
   CHECK(outputs(*loaded.model).equal(outputs(*model)));
   CHECK_THROWS_WITH(load_seq2seq(path, torch::kCPU, [](const ModelMeta&) { throw parla::DataError("refused"); }),
                     "refused");
+}
+
+TEST_CASE("vocabularies gives each side its own SentencePiece model, one model for both when they are the same") {
+  TempDir dir("checkpoint-vocabularies");
+  const auto joint = dir.file("joint.pt"), separate = dir.file("separate.pt");
+  parla::testing::write_tiny_checkpoint(joint, 1);
+  auto layers = parla::testing::tiny_transformer();
+  layers.share_embeddings = false;
+  parla::testing::write_tiny_checkpoint(separate, 1, layers, 40);
+  const std::string line = parla::testing::toy_words()[0] + " " + parla::testing::toy_words()[5];
+  for (const auto& path : {joint, separate}) {
+    const auto meta = read_meta(path);
+    auto [source, target] = vocabularies(meta, path);
+    // Each side answers as source_vocab and target_vocab would.
+    CHECK(source.size() == source_vocab(meta, path).size());
+    CHECK(target.size() == target_vocab(meta, path).size());
+    CHECK(source.encode(line) == source_vocab(meta, path).encode(line));
+    CHECK(target.encode(line) == target_vocab(meta, path).encode(line));
+  }
+  CHECK(vocabularies(read_meta(separate), separate).second.size() == 40);
+  CHECK(vocabularies(read_meta(separate), separate).first.size() == 48);
 }
 
 TEST_CASE("routing centroids and performer features moved by training are saved and loaded with the weights") {
