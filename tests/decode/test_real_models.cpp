@@ -15,12 +15,14 @@
 #include "models/tiny_config.h"
 #include "decode/sampling.h"
 #include "support/cuda.h"
+#include "same_lists.h"
 #include "toy_model.h"
 
 using namespace parla;
 using namespace parla::decode;
 using parla::decode::testing::make_source;
 using parla::decode::testing::random_sources;
+using parla::decode::testing::same_lists;
 
 namespace {
 
@@ -166,15 +168,6 @@ TEST_CASE("real models: sampling on a GPU is reproducible with a seed, and top-1
 TEST_CASE("real models: the tensor-op candidate selection gives the scan's n-best lists bit for bit, batch 1 and 64",
           "[real_models]") {
   auto sources = random_sources(64, 40, 11);
-  auto same = [](const NBestList& got, const NBestList& want) {
-    REQUIRE(got.size() == want.size());
-    for (size_t k = 0; k < want.size(); ++k) {
-      CHECK(got[k].tokens == want[k].tokens);
-      CHECK(std::memcmp(&got[k].score, &want[k].score, sizeof(float)) == 0);
-      CHECK(std::memcmp(&got[k].log_prob, &want[k].log_prob, sizeof(float)) == 0);
-      CHECK(got[k].attention == want[k].attention);
-    }
-  };
   for (auto& model : tiny_models()) {
     SearchOptions scan = opts(4);
     scan.n_best = 4;
@@ -185,9 +178,9 @@ TEST_CASE("real models: the tensor-op candidate selection gives the scan's n-bes
     auto got = beam_search(*model, make_source(sources), tensor);
     for (size_t i = 0; i < sources.size(); ++i) {
       INFO("sentence " << i);
-      same(got[i], want[i]);
+      same_lists(got[i], want[i]);
       if (i % 8 == 0)
-        same(beam_search(*model, make_source({sources[i]}), tensor)[0],
+        same_lists(beam_search(*model, make_source({sources[i]}), tensor)[0],
              beam_search(*model, make_source({sources[i]}), scan)[0]);
     }
   }
