@@ -9,6 +9,7 @@
 function(parla_link_executable target)
   target_link_libraries(${target} PRIVATE -Wl,--no-as-needed protobuf stdc++ -Wl,--as-needed parla)
   add_dependencies(${target} parla_sentencepiece)  # loaded at run time (lib/text/sentencepiece_library.cpp)
+  parla_use_placeholders(${target})  # cmake/PlaceholderLibraries.cmake
   parla_warnings(${target})
 endfunction()
 

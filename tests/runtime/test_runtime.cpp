@@ -1,6 +1,9 @@
 #include <catch2/catch.hpp>
 
+#include <link.h>
+
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -131,3 +134,43 @@ TEST_CASE("runtime: an executable started without the tuning variables has them 
   REQUIRE(active.exit_code == 0);
   CHECK(active.err.find("OMP_WAIT_POLICY = 'ACTIVE'") != std::string::npos);
 }
+
+#ifdef PARLA_PLACEHOLDER_DIR
+// cmake/placeholder_libraries.sh: this test executable links LibTorch as the apps do, so the loader must have taken
+// each placeholder from its folder (dl_iterate_phdr names the path it opened) and never the library it stands for.
+TEST_CASE("runtime: the libraries Debian's LibTorch names but never calls are empty placeholders in this process") {
+  namespace fs = std::filesystem;
+  std::vector<std::string> placeholders;
+  for (const auto& entry : fs::directory_iterator(PARLA_PLACEHOLDER_DIR))
+    placeholders.push_back(entry.path().filename().string());
+  REQUIRE_FALSE(placeholders.empty());
+  std::vector<std::string> loaded;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        if (info->dlpi_name && *info->dlpi_name) static_cast<std::vector<std::string>*>(out)->push_back(info->dlpi_name);
+        return 0;
+      },
+      &loaded);
+  const fs::path dir = fs::canonical(PARLA_PLACEHOLDER_DIR);
+  auto in_dir = [&](const std::string& path) {  // (the vDSO has a name without a folder)
+    return path.find('/') != std::string::npos && fs::canonical(fs::path(path).parent_path()) == dir;
+  };
+  for (const auto& name : placeholders) {
+    INFO(name);
+    int from_dir = 0, elsewhere = 0;
+    for (const auto& path : loaded) {
+      if (fs::path(path).filename() != name) continue;
+      (in_dir(path) ? from_dir : elsewhere) += 1;
+    }
+    CHECK(from_dir == 1);
+    CHECK(elsewhere == 0);
+  }
+  // And none of the real ones came in by another name (OpenCV's libraries name each other, FFmpeg's too).
+  for (const auto& path : loaded) {
+    if (in_dir(path)) continue;
+    INFO(path);
+    CHECK(path.find("libopencv_") == std::string::npos);
+    CHECK(path.find("libavformat") == std::string::npos);
+  }
+}
+#endif
