@@ -198,6 +198,14 @@ void quantize_activations(const float* x, int64_t rows, int64_t cols, const Acti
 
 bool has_panels(const PackedWeights& b) { return b.panels.data != nullptr; }
 
+void unpack_row(const PackedWeights& b, int64_t row, int8_t* out) {
+  const Panels& p = b.panels;
+  if (!p.data || row < 0 || row >= p.n) throw std::out_of_range("int8 unpack_row: no panels, or row out of range");
+  // Channel `row`'s 4 bytes of each 4-input record (kernels/int8_vnni_rows.h).
+  const int8_t* at = p.data + (row / 64) * p.group_stride + (row % 64) * 4;
+  for (int64_t i = 0; i < p.k / 4; ++i) std::memcpy(out + 4 * i, at + 256 * i, 4);
+}
+
 void gemm_u8s8s32(int64_t m, const uint8_t* a, const PackedWeights& b, int32_t* acc) {
   if (m == 0 || b.n == 0) return;
   // PARLA_INT8_PANELS=0 in the environment leaves every product to oneDNN, to compare.

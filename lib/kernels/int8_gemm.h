@@ -43,6 +43,10 @@ std::shared_ptr<const PackedWeights> pack_weights(const int8_t* b, int64_t n, in
 // Whether products of a few rows read b through the panel kernel (kernels/int8_vnni_rows.h) on this CPU.
 bool has_panels(const PackedWeights& b);
 
+// Row `row` of the b [n, k] given to pack_weights, read back out of the panels into out [k] (the same bytes): where
+// b has panels its plain copy need not be kept (an embedding looks its rows up here). Only where has_panels(b).
+void unpack_row(const PackedWeights& b, int64_t row, int8_t* out);
+
 // acc [m, n] = a [m, k] (uint8, row-major) times b^T: up to 16 rows on the panel kernel where b has panels, else
 // oneDNN's product (the same integers either way).
 void gemm_u8s8s32(int64_t m, const uint8_t* a, const PackedWeights& b, int32_t* acc);

@@ -95,15 +95,22 @@ void load_int8(const TensorArchive& archive, Seq2SeqModel& model, const std::vec
     torch::Tensor values, scales;
     if (!archive.try_read(base + "values" + suffix, values) || !archive.try_read(base + "scales" + suffix, scales))
       throw DataError(path + ": int8 checkpoint lacks the weights of '" + names[i] + "'");
-    // Copied out of the file: the model keeps them for as long as it lives.
-    values = values.clone();
-    scales = scales.clone();
+    const bool well_typed = values.scalar_type() == torch::kChar && scales.scalar_type() == torch::kFloat;
+    auto shape = c10::str(values.sizes()) + " (" + std::string(c10::toString(values.scalar_type())) + ")";
+    bool used = false;
+    if (well_typed && values.dim() == 2 && scales.dim() == 1 && scales.size(0) == values.size(0)) {
+      // Packed straight from the file: where the panels hold the codes (nn/int8_matrix.h) no copy of them is made
+      // at all (the OPUS-MT-sized embedding's 30 MB twice at the peak); elsewhere they are copied out of the file,
+      // since the model keeps them for as long as it lives.
+      auto m = nn::Int8Matrix::from(values, scales.clone());
+      if (!m.codes_in_panels) m.values = m.values.clone();
+      used = use_int8_weight(model, names[i], std::move(m));
+    }
     archive.release(base + "values" + suffix);
     archive.release(base + "scales" + suffix);
-    if (values.scalar_type() != torch::kChar || scales.scalar_type() != torch::kFloat ||
-        !use_int8_weight(model, names[i], nn::Int8Matrix::from(values, scales)))
+    if (!used)
       throw DataError(path + ": checkpoint does not match the model: int8 weight '" + names[i] + "' has shape " +
-                      c10::str(values.sizes()) + " (" + std::string(c10::toString(values.scalar_type())) + ")");
+                      shape);
   }
 }
 
@@ -194,7 +201,7 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, const Mo
       archive.write("model." + p.key(), p.value());
   for (const auto& b : model.named_buffers(true)) archive.write("model." + b.key(), b.value());
   for (const auto& [name, m] : int8) {
-    archive.write("int8." + name + ".values", m->values);
+    archive.write("int8." + name + ".values", m->codes());
     archive.write("int8." + name + ".scales", m->scales);
   }
   if (extra) extra(archive);

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 
@@ -30,7 +31,7 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids_in) {
   // Packed, the table exists only in the projection's layout: every lookup reads it there (on the CPU).
   const torch::Tensor ids = packed_ ? ids_in.to(torch::kCPU, torch::kLong).contiguous() : ids_in;
   const bool direct = packed_ || (ids.device().is_cpu() && ids.scalar_type() == torch::kLong && ids.is_contiguous() &&
-                                  (int8_ ? int8_->values.is_contiguous() && int8_->scales.is_contiguous()
+                                  (int8_ ? (int8_->codes_in_panels || int8_->values.is_contiguous()) && int8_->scales.is_contiguous()
                                          : weight.device().is_cpu() && weight.scalar_type() == torch::kFloat &&
                                                weight.is_contiguous() &&
                                                !(torch::GradMode::is_enabled() && weight.requires_grad())));
@@ -48,9 +49,10 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids_in) {
     auto out = torch::empty(shape, torch::kFloat);
     float* o = out.data_ptr<float>();
     const float scale = static_cast<float>(scale_);
+    std::vector<int8_t> scratch(int8_ ? d : 0);
     for (int64_t i = 0; i < n; ++i, o += d) {
       if (int8_) {
-        const int8_t* v = int8_->values.data_ptr<int8_t>() + id[i] * d;
+        const int8_t* v = int8_->row(id[i], scratch.data());
         const float s = int8_->scales.data_ptr<float>()[id[i]];
         for (int64_t j = 0; j < d; ++j) o[j] = static_cast<float>(v[j]) * s;
       } else if (packed_) {

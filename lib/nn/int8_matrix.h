@@ -12,11 +12,15 @@
 namespace parla::nn {
 
 struct Int8Matrix {
-  torch::Tensor values;       // int8 [n, k], |v| <= 127
+  // int8 [n, k], |v| <= 127. Where `packed` has panels (kernels/int8_gemm.h: AVX-512 VNNI) the codes live only
+  // there and this tensor keeps just the shape (released_like; codes_in_panels): read them with codes(),
+  // code_rows() or row(), never through values' data.
+  torch::Tensor values;
   torch::Tensor scales;       // float [n]: row i of the float matrix is about values[i] * scales[i]
   torch::Tensor column_sums;  // int32 [n]: sum of values[i] (the activation offset is removed with it)
   torch::Tensor fallback;     // float [n, k] dequantized, only on CPUs where int8 does not pay (kernels/int8_gemm.h)
   std::shared_ptr<const kernels::int8::PackedWeights> packed;  // values in the product's own layout (else null)
+  bool codes_in_panels = false;  // values released: the packed panels are the only copy of the codes
 
   // w float [n, k]: scales[i] = max_j |w[i, j]| / 127 (1 for a zero row), values = round(w / scale).
   static Int8Matrix quantize(const torch::Tensor& w);
@@ -26,6 +30,13 @@ struct Int8Matrix {
   // The matrix of rows `ids` (int64 [U]) in order: the same codes and scales (an output projection cut to a
   // shortlist computes the same values for the rows it keeps).
   Int8Matrix select_rows(const torch::Tensor& ids) const;
+
+  // The codes int8 [n, k] (read back out of the panels where they live only there).
+  torch::Tensor codes() const;
+  // The codes of rows ids (int64 [U]) -> int8 [U, k]; an id outside [0, n) is an error.
+  torch::Tensor code_rows(const torch::Tensor& ids) const;
+  // Row r's k codes: a pointer into values, or `scratch` (k bytes) filled from the panels.
+  const int8_t* row(int64_t r, int8_t* scratch) const;
 
   int64_t rows() const { return values.size(0); }
   int64_t cols() const { return values.size(1); }

@@ -170,7 +170,7 @@ TEST_CASE("an int8 checkpoint round-trips its int8 weights exactly", "[int8]") {
     REQUIRE(a.size() == b.size());
     for (size_t i = 0; i < a.size(); ++i) {
       CHECK(a[i].first == b[i].first);
-      CHECK(torch::equal(a[i].second->values, b[i].second->values));
+      CHECK(torch::equal(a[i].second->codes(), b[i].second->codes()));
       CHECK(torch::equal(a[i].second->scales, b[i].second->scales));
     }
     auto src = torch::randint(4, 500, {3, 8}), tgt = torch::randint(4, 500, {3, 6});

@@ -28,9 +28,10 @@ TEST_CASE("weights quantize per output channel: scale = max|w| / 127, each value
   auto w = torch::randn({7, 13}) * torch::rand({7, 1}) * 3;
   w[3].zero_();  // a zero row gets scale 1, values 0
   auto m = Int8Matrix::quantize(w);
-  REQUIRE(m.values.scalar_type() == torch::kChar);
+  REQUIRE(m.codes().scalar_type() == torch::kChar);
   auto wa = w.accessor<float, 2>();
-  auto va = m.values.accessor<int8_t, 2>();
+  auto codes = m.codes();
+  auto va = codes.accessor<int8_t, 2>();
   for (int64_t i = 0; i < 7; ++i) {
     double max = 0;
     for (int64_t j = 0; j < 13; ++j) max = std::max(max, std::fabs(double(wa[i][j])));
@@ -44,7 +45,7 @@ TEST_CASE("weights quantize per output channel: scale = max|w| / 127, each value
     }
     CHECK(m.column_sums[i].item<int32_t>() == sum);
   }
-  CHECK(m.values[3].abs().sum().item<int64_t>() == 0);
+  CHECK(m.codes()[3].abs().sum().item<int64_t>() == 0);
 }
 
 TEST_CASE("the int8 product is within the error bound that follows from the weight and activation scales", "[int8]") {
@@ -87,7 +88,8 @@ TEST_CASE("the int8 product sums exactly, with extreme values that would saturat
     w.select(1, 0).mul_(0.5);  // keeps the scale at 0.25 / 127 while varying the values
     auto m = Int8Matrix::quantize(w);
     auto y = int8_linear(x, m);
-    auto va = m.values.accessor<int8_t, 2>();
+    auto codes = m.codes();
+  auto va = codes.accessor<int8_t, 2>();
     auto xa = x.accessor<float, 2>();
     for (int64_t r = 0; r < 6; ++r) {
       const double sa = 3.5 / code.levels;
@@ -119,7 +121,7 @@ TEST_CASE("dequantized rows are the values times their scales", "[int8]") {
   auto rows = m.dequantized_rows(ids);
   REQUIRE(rows.sizes() == torch::IntArrayRef({2, 2, 6}));
   for (int64_t j = 0; j < 6; ++j)
-    CHECK(rows[1][0][j].item<float>() == float(m.values[9][j].item<int8_t>()) * m.scales[9].item<float>());
+    CHECK(rows[1][0][j].item<float>() == float(m.codes()[9][j].item<int8_t>()) * m.scales[9].item<float>());
   CHECK(torch::equal(rows[0][0], rows[1][1]));
 }
 
@@ -177,10 +179,53 @@ TEST_CASE("select_rows of an int8 matrix keeps those rows' codes and scales: the
   auto m = Int8Matrix::quantize(torch::randn({90, 40}));
   auto ids = torch::tensor(std::vector<int64_t>{89, 3, 0, 45, 46}, torch::kLong);
   auto cut = m.select_rows(ids);
-  CHECK(torch::equal(cut.values, m.values.index_select(0, ids)));
+  CHECK(torch::equal(cut.codes(), m.codes().index_select(0, ids)));
   CHECK(torch::equal(cut.scales, m.scales.index_select(0, ids)));
   CHECK(torch::equal(cut.column_sums, m.column_sums.index_select(0, ids)));
   auto x = torch::randn({7, 40});
   // Integer sums are exact and each column is scaled on its own: the cut's products are the whole one's.
   CHECK(torch::equal(int8_linear(x, cut), int8_linear(x, m).index_select(1, ids)));
+}
+
+TEST_CASE("where the packed weights have panels they are the only copy of the codes, read back byte for byte",
+          "[int8]") {
+  torch::manual_seed(10);
+  // n across several 64-channel groups and a partial last one; k a multiple of 4 (panels need it) over 64-input blocks.
+  for (auto [n, k] : {std::pair<int64_t, int64_t>{200, 96}, {130, 1028}, {64, 4}}) {
+    INFO("n " << n << " k " << k);
+    auto w = torch::randn({n, k});
+    auto m = Int8Matrix::quantize(w);
+    // The codes by the documented formula, here: round(w / (max|w| / 127)), half away from zero.
+    auto wa = w.accessor<float, 2>();
+    std::vector<int8_t> expected(n * k);
+    for (int64_t i = 0; i < n; ++i) {
+      double max = 0;
+      for (int64_t j = 0; j < k; ++j) max = std::max(max, std::fabs(double(wa[i][j])));
+      const float scale = m.scales[i].item<float>();
+      for (int64_t j = 0; j < k; ++j)
+        expected[i * k + j] = static_cast<int8_t>(std::clamp(round_away(wa[i][j] / scale), -127.0, 127.0));
+    }
+    const bool panels = m.packed && parla::kernels::int8::has_panels(*m.packed);
+    CHECK(m.codes_in_panels == panels);
+    if (panels) CHECK(m.values.storage().nbytes() <= 1);  // released: one element, broadcast to the shape
+    CHECK(m.values.sizes() == torch::IntArrayRef({n, k}));
+    auto all = m.codes();
+    REQUIRE(all.sizes() == torch::IntArrayRef({n, k}));
+    CHECK(std::equal(expected.begin(), expected.end(), all.data_ptr<int8_t>()));
+    std::vector<int8_t> scratch(k);
+    for (int64_t r : {int64_t{0}, int64_t{63}, int64_t{64}, n - 1}) {
+      if (r >= n) continue;
+      INFO("row " << r);
+      const int8_t* row = m.row(r, scratch.data());
+      CHECK(std::equal(row, row + k, expected.begin() + r * k));
+    }
+    auto ids = torch::tensor(std::vector<int64_t>{n - 1, 0, n / 2, n - 1}, torch::kLong);
+    CHECK(torch::equal(m.code_rows(ids), all.index_select(0, ids)));
+    CHECK_THROWS(m.code_rows(torch::tensor(std::vector<int64_t>{n}, torch::kLong)));
+    CHECK(torch::equal(m.dequantized(), all.to(torch::kFloat) * m.scales.unsqueeze(1)));
+    // A cut keeps the codes of its rows (and repacks them: its own panels where the whole matrix had them).
+    auto cut = m.select_rows(ids);
+    CHECK(torch::equal(cut.codes(), all.index_select(0, ids)));
+    CHECK(cut.codes_in_panels == (cut.packed && parla::kernels::int8::has_panels(*cut.packed)));
+  }
 }

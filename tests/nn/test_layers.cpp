@@ -142,7 +142,7 @@ TEST_CASE("an embedding lookup on the CPU gives the bits of the gather-and-scale
     CHECK(torch::equal(out, reference));
 
     auto m = parla::nn::Int8Matrix::quantize(e->weight.detach());
-    auto int8_reference = m.values.index_select(0, ids.reshape({-1})).to(torch::kFloat) *
+    auto int8_reference = m.codes().index_select(0, ids.reshape({-1})).to(torch::kFloat) *
                           m.scales.index_select(0, ids.reshape({-1})).unsqueeze(1);
     if (scaled) int8_reference = int8_reference * scale;
     Embedding q(40, 24, scaled, 0);

@@ -50,7 +50,7 @@ inline void write_legacy_checkpoint(const std::string& from, const std::string& 
     torch::serialize::OutputArchive q;
     auto int8 = models::int8_weights(*loaded.model);
     for (size_t i = 0; i < int8.size(); ++i) {
-      q.write("values_" + std::to_string(i), int8[i].second->values);
+      q.write("values_" + std::to_string(i), int8[i].second->codes());
       q.write("scales_" + std::to_string(i), int8[i].second->scales);
     }
     root.write("int8", q);
