@@ -1,6 +1,7 @@
 #include "runtime/runtime.h"
 
 #include <dlfcn.h>
+#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -69,6 +70,14 @@ void tune_process(int /*argc*/, char** /*argv*/) {
   // restart_tuned did the work before the libraries' constructors; a call from main keeps this file, and so its
   // preinit entry, in every executable linking the static library.
   (void)preinit_entry;
+}
+
+bool return_free_memory() {
+#ifdef __GLIBC__
+  return malloc_trim(0) == 1;
+#else
+  return false;
+#endif
 }
 
 void init_worker_thread(int threads) {

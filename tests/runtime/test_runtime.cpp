@@ -1,8 +1,12 @@
 #include <catch2/catch.hpp>
 
 #include <link.h>
+#include <malloc.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -174,3 +178,31 @@ TEST_CASE("runtime: the libraries Debian's LibTorch names but never calls are em
   }
 }
 #endif
+
+TEST_CASE("runtime: return_free_memory gives freed heap pages back to the system and says so") {
+#ifdef __GLIBC__
+  auto resident_kb = [] {
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line))
+      if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
+    return -1L;
+  };
+  // 64 MB written, then freed below a live block, so that neither glibc's own trim of the heap top nor an mmap of
+  // its own (MALLOC_MMAP_MAX_ may be 0 here, as parla's executables set it) gives it back.
+  mallopt(M_MMAP_MAX, 0);
+  const size_t bytes = size_t{64} << 20;
+  auto* block = static_cast<char*>(std::malloc(bytes));
+  REQUIRE(block);
+  std::memset(block, 1, bytes);
+  auto* above = static_cast<char*>(std::malloc(64));
+  REQUIRE(above);
+  const long before = resident_kb();
+  std::free(block);
+  CHECK(parla::runtime::return_free_memory());
+  const long after = resident_kb();
+  INFO("VmRSS " << before << " -> " << after << " kB");
+  CHECK(before - after > 60 * 1024);
+  std::free(above);
+#endif
+}
