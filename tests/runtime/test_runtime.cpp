@@ -188,9 +188,10 @@ TEST_CASE("runtime: return_free_memory gives freed heap pages back to the system
       if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
     return -1L;
   };
-  // 64 MB written, then freed below a live block, so that neither glibc's own trim of the heap top nor an mmap of
-  // its own (MALLOC_MMAP_MAX_ may be 0 here, as parla's executables set it) gives it back.
+  // 64 MB written and freed, with glibc told what parla's executables tell it (runtime::tune_process): no mmap of
+  // its own for a large block, and no trim of the heap top at free. Only the call below can then give it back.
   mallopt(M_MMAP_MAX, 0);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   const size_t bytes = size_t{64} << 20;
   auto* block = static_cast<char*>(std::malloc(bytes));
   REQUIRE(block);
