@@ -93,62 +93,70 @@ Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, text::Senten
   }
 }
 
+namespace {
+
+// Translator::load's work; what it allocates and frees is gone when it returns.
+Translator load_translator(const std::vector<std::string>& checkpoints, const DecodingConfig& cfg, uint64_t seed,
+                           const c10::Device& device) {
+  if (checkpoints.empty()) throw UsageError("no model given: pass a checkpoint with -m/--models");
+  runtime::resolve_precision(cfg.precision, device, "decoding.precision");  // before loading: int8 on a GPU
+  std::vector<std::shared_ptr<models::Seq2SeqModel>> members;
+  models::ModelMeta first;
+  // The first checkpoint's SentencePiece models build on another thread while its weights load (start-up: 0.1-0.2 s
+  // of 1.3 s at the OPUS-MT size).
+  std::future<std::pair<text::SentencePieceVocab, text::SentencePieceVocab>> vocabularies;
+  for (size_t i = 0; i < checkpoints.size(); ++i) {
+    const auto& path = checkpoints[i];
+    auto loaded = models::load_seq2seq(path, device, [&](const models::ModelMeta& meta) {
+      if (meta.src_spm.empty() || meta.tgt_spm.empty())
+        throw DataError("checkpoint " + path + " carries no SentencePiece model, so it cannot translate raw text");
+      if (i > 0) return;
+      first = meta;
+      vocabularies = std::async(std::launch::async,
+                                [&first, &checkpoints] { return models::vocabularies(first, checkpoints[0]); });
+    });
+    if (i > 0 && (loaded.meta.src_spm != first.src_spm || loaded.meta.tgt_spm != first.tgt_spm ||
+               loaded.meta.src_pieces != first.src_pieces || loaded.meta.tgt_pieces != first.tgt_pieces)) {
+      throw DataError("checkpoint " + path + " uses different SentencePiece models than " + checkpoints[0] +
+                      ": ensemble members must share their vocabularies");
+    }
+    if (!loaded.meta.int8.empty() && cfg.precision != Precision::kInt8 && cfg.precision != Precision::kFp32)
+      throw ConfigError("decoding.precision '" + std::string(config::name_of(cfg.precision)) + "': " + path +
+                        " is an int8 checkpoint; it decodes with int8 (or fp32, which means the same for it)");
+    if (cfg.precision == Precision::kInt8 && loaded.meta.int8.empty()) models::quantize_int8(*loaded.model);
+    const bool int8 = cfg.precision == Precision::kInt8 || !loaded.meta.int8.empty();
+    // fp32 on the CPU: the weights packed for the decoder's products where they pay (models/packed_fp32.h).
+    const bool packed =
+        !int8 && cfg.precision == Precision::kFp32 && device.is_cpu() && models::pack_fp32(*loaded.model);
+    spdlog::info("loaded {} ({} model{})", path,
+                 loaded.meta.config.value("model", nlohmann::json::object()).value("type", std::string("?")),
+                 int8     ? ", int8 on " + kernels::int8::activation_code().isa
+                 : packed ? ", fp32 packed for " + std::string(kernels::fp32::isa_name(kernels::fp32::best_isa()))
+                          : std::string());
+    members.push_back(std::move(loaded.model));
+  }
+  std::shared_ptr<models::Seq2SeqModel> model;
+  if (members.size() == 1) {
+    model = members[0];
+  } else {
+    model = std::make_shared<Ensemble>(members);
+    spdlog::info("ensemble of {} models (mean log-probabilities)", members.size());
+  }
+  auto [src, tgt] = vocabularies.get();
+  try {
+    return Translator(model, src, tgt, cfg, seed, device);
+  } catch (const DataError& e) {
+    throw DataError("checkpoint " + checkpoints[0] + ": " + e.what());
+  }
+}
+
+}  // namespace
+
 Translator Translator::load(const std::vector<std::string>& checkpoints, const DecodingConfig& cfg, uint64_t seed,
                             const c10::Device& device) {
-  Translator loaded = [&]() -> Translator {
-    if (checkpoints.empty()) throw UsageError("no model given: pass a checkpoint with -m/--models");
-    runtime::resolve_precision(cfg.precision, device, "decoding.precision");  // before loading: int8 on a GPU
-    std::vector<std::shared_ptr<models::Seq2SeqModel>> members;
-    models::ModelMeta first;
-    // The first checkpoint's SentencePiece models build on another thread while its weights load (start-up: 0.1-0.2 s
-    // of 1.3 s at the OPUS-MT size).
-    std::future<std::pair<text::SentencePieceVocab, text::SentencePieceVocab>> vocabularies;
-    for (size_t i = 0; i < checkpoints.size(); ++i) {
-      const auto& path = checkpoints[i];
-      auto loaded = models::load_seq2seq(path, device, [&](const models::ModelMeta& meta) {
-        if (meta.src_spm.empty() || meta.tgt_spm.empty())
-          throw DataError("checkpoint " + path + " carries no SentencePiece model, so it cannot translate raw text");
-        if (i > 0) return;
-        first = meta;
-        vocabularies = std::async(std::launch::async,
-                                  [&first, &checkpoints] { return models::vocabularies(first, checkpoints[0]); });
-      });
-      if (i > 0 && (loaded.meta.src_spm != first.src_spm || loaded.meta.tgt_spm != first.tgt_spm ||
-                 loaded.meta.src_pieces != first.src_pieces || loaded.meta.tgt_pieces != first.tgt_pieces)) {
-        throw DataError("checkpoint " + path + " uses different SentencePiece models than " + checkpoints[0] +
-                        ": ensemble members must share their vocabularies");
-      }
-      if (!loaded.meta.int8.empty() && cfg.precision != Precision::kInt8 && cfg.precision != Precision::kFp32)
-        throw ConfigError("decoding.precision '" + std::string(config::name_of(cfg.precision)) + "': " + path +
-                          " is an int8 checkpoint; it decodes with int8 (or fp32, which means the same for it)");
-      if (cfg.precision == Precision::kInt8 && loaded.meta.int8.empty()) models::quantize_int8(*loaded.model);
-      const bool int8 = cfg.precision == Precision::kInt8 || !loaded.meta.int8.empty();
-      // fp32 on the CPU: the weights packed for the decoder's products where they pay (models/packed_fp32.h).
-      const bool packed =
-          !int8 && cfg.precision == Precision::kFp32 && device.is_cpu() && models::pack_fp32(*loaded.model);
-      spdlog::info("loaded {} ({} model{})", path,
-                   loaded.meta.config.value("model", nlohmann::json::object()).value("type", std::string("?")),
-                   int8     ? ", int8 on " + kernels::int8::activation_code().isa
-                   : packed ? ", fp32 packed for " + std::string(kernels::fp32::isa_name(kernels::fp32::best_isa()))
-                            : std::string());
-      members.push_back(std::move(loaded.model));
-    }
-    std::shared_ptr<models::Seq2SeqModel> model;
-    if (members.size() == 1) {
-      model = members[0];
-    } else {
-      model = std::make_shared<Ensemble>(members);
-      spdlog::info("ensemble of {} models (mean log-probabilities)", members.size());
-    }
-    auto [src, tgt] = vocabularies.get();
-    try {
-      return Translator(model, src, tgt, cfg, seed, device);
-    } catch (const DataError& e) {
-      throw DataError("checkpoint " + checkpoints[0] + ": " + e.what());
-    }
-  }();
+  Translator loaded = load_translator(checkpoints, cfg, seed, device);
   // What loading freed (file copies, the float weights that int8 replaced) goes back to the system rather than
-  // staying resident beside what decoding allocates; last, once everything the loading held is gone.
+  // staying resident beside what decoding allocates.
   runtime::return_free_memory();
   return loaded;
 }
