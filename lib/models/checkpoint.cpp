@@ -95,22 +95,22 @@ void load_int8(const TensorArchive& archive, Seq2SeqModel& model, const std::vec
     torch::Tensor values, scales;
     if (!archive.try_read(base + "values" + suffix, values) || !archive.try_read(base + "scales" + suffix, scales))
       throw DataError(path + ": int8 checkpoint lacks the weights of '" + names[i] + "'");
-    const bool well_typed = values.scalar_type() == torch::kChar && scales.scalar_type() == torch::kFloat;
-    auto shape = c10::str(values.sizes()) + " (" + std::string(c10::toString(values.scalar_type())) + ")";
     bool used = false;
-    if (well_typed && values.dim() == 2 && scales.dim() == 1 && scales.size(0) == values.size(0)) {
+    // Int8Matrix::from needs a matrix and a scale per row (use_int8_weight checks the rest).
+    if (values.scalar_type() == torch::kChar && scales.scalar_type() == torch::kFloat && values.dim() == 2 &&
+        scales.dim() == 1 && scales.size(0) == values.size(0)) {
       // Packed straight from the file: where the panels hold the codes (nn/int8_matrix.h) no copy of them is made
       // at all (the OPUS-MT-sized embedding's 30 MB twice at the peak); elsewhere they are copied out of the file,
       // since the model keeps them for as long as it lives.
       auto m = nn::Int8Matrix::from(values, scales.clone());
-      if (!m.codes_in_panels) m.values = m.values.clone();
+      if (!m.codes_in_panels()) m.values = m.values.clone();
       used = use_int8_weight(model, names[i], std::move(m));
     }
     archive.release(base + "values" + suffix);
     archive.release(base + "scales" + suffix);
     if (!used)
       throw DataError(path + ": checkpoint does not match the model: int8 weight '" + names[i] + "' has shape " +
-                      shape);
+                      c10::str(values.sizes()) + " (" + std::string(c10::toString(values.scalar_type())) + ")");
   }
 }
 

@@ -31,7 +31,8 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids_in) {
   // Packed, the table exists only in the projection's layout: every lookup reads it there (on the CPU).
   const torch::Tensor ids = packed_ ? ids_in.to(torch::kCPU, torch::kLong).contiguous() : ids_in;
   const bool direct = packed_ || (ids.device().is_cpu() && ids.scalar_type() == torch::kLong && ids.is_contiguous() &&
-                                  (int8_ ? (int8_->codes_in_panels || int8_->values.is_contiguous()) && int8_->scales.is_contiguous()
+                                  (int8_ ? (int8_->codes_in_panels() || int8_->values.is_contiguous()) &&
+                                               int8_->scales.is_contiguous()
                                          : weight.device().is_cpu() && weight.scalar_type() == torch::kFloat &&
                                                weight.is_contiguous() &&
                                                !(torch::GradMode::is_enabled() && weight.requires_grad())));

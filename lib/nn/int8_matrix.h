@@ -13,14 +13,13 @@ namespace parla::nn {
 
 struct Int8Matrix {
   // int8 [n, k], |v| <= 127. Where `packed` has panels (kernels/int8_gemm.h: AVX-512 VNNI) the codes live only
-  // there and this tensor keeps just the shape (released_like; codes_in_panels): read them with codes(),
+  // there and this tensor keeps just the shape (released_like; codes_in_panels()): read them with codes(),
   // code_rows() or row(), never through values' data.
   torch::Tensor values;
   torch::Tensor scales;       // float [n]: row i of the float matrix is about values[i] * scales[i]
   torch::Tensor column_sums;  // int32 [n]: sum of values[i] (the activation offset is removed with it)
   torch::Tensor fallback;     // float [n, k] dequantized, only on CPUs where int8 does not pay (kernels/int8_gemm.h)
   std::shared_ptr<const kernels::int8::PackedWeights> packed;  // values in the product's own layout (else null)
-  bool codes_in_panels = false;  // values released: the packed panels are the only copy of the codes
 
   // w float [n, k]: scales[i] = max_j |w[i, j]| / 127 (1 for a zero row), values = round(w / scale).
   static Int8Matrix quantize(const torch::Tensor& w);
@@ -31,6 +30,8 @@ struct Int8Matrix {
   // shortlist computes the same values for the rows it keeps).
   Int8Matrix select_rows(const torch::Tensor& ids) const;
 
+  // Whether `values` was released because the packed panels hold the codes (from() releases it wherever they do).
+  bool codes_in_panels() const;
   // The codes int8 [n, k] (read back out of the panels where they live only there).
   torch::Tensor codes() const;
   // The codes of rows ids (int64 [U]) -> int8 [U, k]; an id outside [0, n) is an error.

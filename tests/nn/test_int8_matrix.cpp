@@ -206,8 +206,9 @@ TEST_CASE("where the packed weights have panels they are the only copy of the co
         expected[i * k + j] = static_cast<int8_t>(std::clamp(round_away(wa[i][j] / scale), -127.0, 127.0));
     }
     const bool panels = m.packed && parla::kernels::int8::has_panels(*m.packed);
-    CHECK(m.codes_in_panels == panels);
-    if (panels) CHECK(m.values.storage().nbytes() <= 1);  // released: one element, broadcast to the shape
+    CHECK(m.codes_in_panels() == panels);
+    // Released where the panels hold the codes (one element, broadcast to the shape), kept whole elsewhere.
+    CHECK((m.values.storage().nbytes() <= 1) == panels);
     CHECK(m.values.sizes() == torch::IntArrayRef({n, k}));
     auto all = m.codes();
     REQUIRE(all.sizes() == torch::IntArrayRef({n, k}));
@@ -226,6 +227,6 @@ TEST_CASE("where the packed weights have panels they are the only copy of the co
     // A cut keeps the codes of its rows (and repacks them: its own panels where the whole matrix had them).
     auto cut = m.select_rows(ids);
     CHECK(torch::equal(cut.codes(), all.index_select(0, ids)));
-    CHECK(cut.codes_in_panels == (cut.packed && parla::kernels::int8::has_panels(*cut.packed)));
+    CHECK((cut.values.storage().nbytes() <= 1) == cut.codes_in_panels());
   }
 }
