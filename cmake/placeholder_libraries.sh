@@ -1,10 +1,10 @@
 #!/bin/bash
 # Builds empty stand-ins for the libraries that Debian's libtorch_cpu names (DT_NEEDED) but never calls, so that the
-# dynamic loader finds them first (the executables' DT_RPATH points at OUT_DIR, cmake/ParlaExecutable.cmake) and does
-# not load the real ones. Debian builds LibTorch without --as-needed, so libtorch_cpu names OpenCV, FFmpeg, LevelDB,
-# LMDB, ZeroMQ, ... for Caffe2 operators that use none of them through this library: it imports no symbol from them,
-# yet loading them and what they name is ~250 of a translating process's ~290 libraries, ~70 MB of its resident
-# memory and half its start-up (docs/BENCHMARKS.md, "The libraries LibTorch names but never calls").
+# dynamic loader finds them first (the executables' DT_RPATH points at OUT_DIR: cmake/PlaceholderLibraries.cmake)
+# and does not load the real ones. Debian builds LibTorch without --as-needed, so libtorch_cpu names OpenCV, FFmpeg,
+# LevelDB, LMDB, ZeroMQ, ... for Caffe2 operators that use none of them through this library: it imports no symbol
+# from them, yet loading them and what they name is ~250 of a translating process's ~290 libraries, ~70 MB of its
+# resident memory and half its start-up (docs/BENCHMARKS.md, "The libraries LibTorch names but never calls").
 #
 # A library becomes a placeholder only if libtorch_cpu imports none of the symbols it defines and no library that
 # stays (the closure of EXE and of the ROOTS without the placeholders) names it. The result is then checked by
@@ -55,7 +55,10 @@ declare -A placeholder
 for name in $(needed "$torch_cpu"); do
   p=${path_of[$name]:-}
   [[ -z $p ]] && continue
-  case $name in libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libstdc++.so*|libgcc_s.so*|libgomp.so*) continue ;; esac
+  case $name in
+    libc.so* | libm.so* | libdl.so* | librt.so* | libpthread.so* | ld-linux* | libstdc++.so* | libgcc_s.so* | \
+      libgomp.so*) continue ;;
+  esac
   if [[ -z $(defined "$p" | comm -12 - "$imports" | head -1) ]]; then placeholder[$name]=1; fi
 done
 

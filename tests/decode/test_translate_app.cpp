@@ -26,6 +26,7 @@
 #include "text/sentencepiece_vocab.h"
 #include "support/cuda.h"
 #include "support/files.h"
+#include "support/resident_memory.h"
 #include "support/run.h"
 #include "support/temp_dir.h"
 #include "support/tiny_checkpoint.h"
@@ -616,20 +617,13 @@ TEST_CASE("parla-shortlist builds a shortlist that parla-translate decodes with,
 TEST_CASE("Translator::load gives back what loading freed: a trim right after it finds little", "[translate_app]") {
   // The shared Multi30k model quantized at load: the file's copies and the float weights int8 replaced are freed
   // while loading (60 MB stayed resident in parla-translate before return_free_memory existed).
-  auto resident_kb = [] {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line))
-      if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-    return -1L;
-  };
   const std::string path = std::string(PARLA_SHARED_DIR) + "/models/multi30k-en-de-small/average.pt";
   parla::DecodingConfig cfg;
   cfg.precision = parla::Precision::kInt8;
   auto t = parla::decode::Translator::load({path}, cfg, 1, torch::kCPU);
-  const long before = resident_kb();
+  const long before = parla::testing::resident_process_kb();
   parla::runtime::return_free_memory();
-  const long after = resident_kb();
+  const long after = parla::testing::resident_process_kb();
   INFO("VmRSS " << before << " -> " << after << " kB");
   CHECK(before - after < 8 * 1024);
   CHECK(t.translate_lines({"A man is riding a bike."}).size() == 1);

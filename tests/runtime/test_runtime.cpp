@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 #include <filesystem>
 #include <string>
 #include <thread>
@@ -16,6 +15,7 @@
 
 #include "runtime/runtime.h"
 #include "runtime/torch_compat.h"
+#include "support/resident_memory.h"
 #include "support/run.h"
 
 TEST_CASE("runtime: threads = N sets LibTorch's intra-op pool to N, and 0 means all cores") {
@@ -151,7 +151,8 @@ TEST_CASE("runtime: the libraries Debian's LibTorch names but never calls are em
   std::vector<std::string> loaded;
   dl_iterate_phdr(
       [](dl_phdr_info* info, size_t, void* out) {
-        if (info->dlpi_name && *info->dlpi_name) static_cast<std::vector<std::string>*>(out)->push_back(info->dlpi_name);
+        auto* names = static_cast<std::vector<std::string>*>(out);
+        if (info->dlpi_name && *info->dlpi_name) names->push_back(info->dlpi_name);
         return 0;
       },
       &loaded);
@@ -181,13 +182,6 @@ TEST_CASE("runtime: the libraries Debian's LibTorch names but never calls are em
 
 TEST_CASE("runtime: return_free_memory gives freed heap pages back to the system and says so") {
 #ifdef __GLIBC__
-  auto resident_kb = [] {
-    std::ifstream status("/proc/self/status");
-    std::string line;
-    while (std::getline(status, line))
-      if (line.rfind("VmRSS:", 0) == 0) return std::stol(line.substr(6));
-    return -1L;
-  };
   // 64 MB written and freed, with glibc told what parla's executables tell it (runtime::tune_process): no mmap of
   // its own for a large block, and no trim of the heap top at free. Only the call below can then give it back.
   mallopt(M_MMAP_MAX, 0);
@@ -198,10 +192,10 @@ TEST_CASE("runtime: return_free_memory gives freed heap pages back to the system
   std::memset(block, 1, bytes);
   auto* above = static_cast<char*>(std::malloc(64));
   REQUIRE(above);
-  const long before = resident_kb();
+  const long before = parla::testing::resident_process_kb();
   std::free(block);
   CHECK(parla::runtime::return_free_memory());
-  const long after = resident_kb();
+  const long after = parla::testing::resident_process_kb();
   INFO("VmRSS " << before << " -> " << after << " kB");
   CHECK(before - after > 60 * 1024);
   std::free(above);
