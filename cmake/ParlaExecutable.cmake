@@ -6,8 +6,11 @@
 # libstdc++ comes second for the same reason with the PyTorch wheel's LibTorch (the --libtorch2 build): its
 # libtorch.so exports its own copies of std::filesystem (remove_all, equivalent, ...), and when it precedes
 # libstdc++ in the NEEDED list our calls bind to those copies and crash (seen: remove_all jumping to address 0).
+#
+# The heap allocator (cmake/HeapAllocator.cmake) comes right after them, before libc.
 function(parla_link_executable target)
-  target_link_libraries(${target} PRIVATE -Wl,--no-as-needed protobuf stdc++ -Wl,--as-needed parla)
+  parla_heap_allocator_of(allocator)
+  target_link_libraries(${target} PRIVATE -Wl,--no-as-needed protobuf stdc++ ${allocator} -Wl,--as-needed parla)
   add_dependencies(${target} parla_sentencepiece)  # loaded at run time (lib/text/sentencepiece_library.cpp)
   parla_use_placeholders(${target})  # cmake/PlaceholderLibraries.cmake
   parla_warnings(${target})

@@ -7,10 +7,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 S=../shared
 # Beyond fetch-debs.sh's list: oneDNN (+ the OpenCL loader its CMake config asks for), cpp-httplib, libzip, yaml-cpp
-# and the libraries they link (a Debian 12 prefix, so OpenSSL 3.0 and friends travel too).
+# and the libraries they link (a Debian 12 prefix, so OpenSSL 3.0 and friends travel too), tcmalloc.
 export EXTRA_DEBS="libdnnl-dev libdnnl2 ocl-icd-opencl-dev ocl-icd-libopencl1 opencl-c-headers libcpp-httplib-dev
   libcpp-httplib0.11 libzip-dev libzip4 libyaml-cpp-dev libyaml-cpp0.7 libssl-dev libssl3 libbrotli-dev libbrotli1
-  libbz2-dev libbz2-1.0"
+  libbz2-dev libbz2-1.0 libgoogle-perftools-dev libtcmalloc-minimal4"
 ls .device/debs/libdnnl-dev_*.deb >/dev/null 2>&1 ||
   bash $S/device/fetch-debs.sh .device/debs
 rm -rf .device/shared && mkdir -p .device/shared/data/multi30k .device/shared/models

@@ -15,6 +15,7 @@ packages=(
   libboost-dev                               # parla-serve's HTTP/1.1 server: Boost.Beast over Asio (header-only)
   libcpp-httplib-dev                         # the HTTP client of parla-serve's tests and bench_serve
   libdnnl-dev                                # oneDNN: the int8 products of decoding.precision int8
+  libgoogle-perftools-dev                    # tcmalloc: the heap of the LibTorch executables (cmake/HeapAllocator.cmake)
   ocl-icd-opencl-dev                         # only a Recommends of libdnnl-dev, but its CMake config requires OpenCL
   clang libclang-rt-14-dev                   # libFuzzer for the bounded fuzz test of parla-translate's input path
   python3

@@ -18,6 +18,7 @@
 
 #include "core/atomic_file.h"
 #include "core/error.h"
+#include "core/heap_allocator.h"
 #include "core/progress.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_device.h"
@@ -157,7 +158,7 @@ Translator Translator::load(const std::vector<std::string>& checkpoints, const D
   Translator loaded = load_translator(checkpoints, cfg, seed, device);
   // What loading freed (file copies, the float weights that int8 replaced) goes back to the system rather than
   // staying resident beside what decoding allocates.
-  runtime::return_free_memory();
+  return_free_memory();
   return loaded;
 }
 

@@ -1,7 +1,6 @@
 #include "runtime/runtime.h"
 
 #include <dlfcn.h>
-#include <malloc.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -17,6 +16,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "core/heap_allocator.h"
 
 namespace parla::runtime {
 
@@ -26,8 +26,10 @@ namespace {
 // glibc's allocator (MALLOC_*) only as the process starts. OpenBLAS starts one thread per core when it is loaded,
 // and they spin before they sleep (0.17 s of CPU per start on 2 cores): one thread at load, apply() sizes the pool.
 // glibc: no mmap per large activation (a page fault per page of every one), no trimming of the heap top.
+// tcmalloc (cmake/HeapAllocator.cmake): no "large alloc" report on stderr for every block of 1 GiB or more.
 constexpr const char* kTuning[] = {"OMP_WAIT_POLICY=PASSIVE", "MALLOC_MMAP_MAX_=0",
-                                   "MALLOC_TRIM_THRESHOLD_=100000000000", "OPENBLAS_NUM_THREADS=1"};
+                                   "MALLOC_TRIM_THRESHOLD_=100000000000", "OPENBLAS_NUM_THREADS=1",
+                                   "TCMALLOC_LARGE_ALLOC_REPORT_THRESHOLD=1099511627776"};
 
 bool starts_with(const char* s, const char* prefix) { return std::strncmp(s, prefix, std::strlen(prefix)) == 0; }
 
@@ -70,14 +72,6 @@ void tune_process(int /*argc*/, char** /*argv*/) {
   // restart_tuned did the work before the libraries' constructors; a call from main keeps this file, and so its
   // preinit entry, in every executable linking the static library.
   (void)preinit_entry;
-}
-
-bool return_free_memory() {
-#ifdef __GLIBC__
-  return malloc_trim(0) == 1;
-#else
-  return false;
-#endif
 }
 
 void init_worker_thread(int threads) {
@@ -129,7 +123,8 @@ int apply(const RuntimeConfig& rc) {
   }
   // parallel_width runs a parallel region (it wakes the pool): only when the line is printed.
   if (spdlog::should_log(spdlog::level::debug))
-    spdlog::debug("runtime: {} threads (parallel_for over {}), BLAS: {}", threads, parallel_width(threads), blas);
+    spdlog::debug("runtime: {} threads (parallel_for over {}), BLAS: {}, heap: {}", threads, parallel_width(threads),
+                  blas, heap_allocator_name());
   // runtime.device is resolved by runtime::resolve_device (runtime/runtime_device.h), the one place that decides.
   return threads;
 }

@@ -44,12 +44,6 @@ class SingleThreadScope {
 // ATen's header runs every parallel_for on the calling thread alone (lib/CMakeLists.txt).
 int parallel_width(int items);
 
-// Gives the pages of freed heap memory back to the system (glibc's malloc_trim; elsewhere nothing) and says whether
-// any were. tune_process tells glibc never to trim by itself (decoding reuses its blocks at every step), so what
-// loading a model freed would otherwise stay resident for good, and decoding in worker threads, which allocate from
-// arenas of their own, never reuses it: the Multi30k model in int8 left 60 MB of it.
-bool return_free_memory();
-
 // "OpenBLAS ...", "reference BLAS", ...: which BLAS this process calls.
 std::string blas_name();
 

@@ -12,7 +12,6 @@
 //   - it is C++ and header-only (one translation unit pays its compile time, ~40 s), and nothing new is linked.
 // The price is that Beast leaves policy to us: connection caps, eviction, lingering close and keep-alive limits
 // are written here.
-#include <malloc.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <sys/resource.h>
@@ -43,6 +42,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
+#include "core/heap_allocator.h"
 
 namespace parla::serve {
 namespace {
@@ -575,18 +575,16 @@ void HttpServer::Impl::refuse(tcp::socket& socket) {
   service.connection_closed("refused");
 }
 
-// glibc keeps freed memory (and parla's executables tell it to, for decoding speed: runtime::tune_process), so
-// after a burst of large requests the server would hold its peak for good. Once no request is in flight, what
-// is free is given back.
+// The heap keeps freed memory (glibc's is told to, for decoding speed: runtime::tune_process; tcmalloc keeps its
+// free pages until it decides), so after a burst of large requests the server would hold its peak. Once no request
+// is in flight, what is free is given back.
 void HttpServer::Impl::schedule_trim() {
   trim_timer.expires_after(std::chrono::seconds(1));
   trim_timer.async_wait([this](beast::error_code ec) {
     if (ec) return;
     if (busy == 0 && active_since_trim) {
       active_since_trim = false;
-#ifdef __GLIBC__
-      asio::post(*pool, [] { malloc_trim(0); });
-#endif
+      asio::post(*pool, [] { return_free_memory(); });
     }
     schedule_trim();
   });

@@ -15,6 +15,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "core/heap_allocator.h"
 #include "data/output_file.h"
 #include "decode/input_sanitizer.h"
 #include "decode/translator.h"
@@ -622,7 +623,7 @@ TEST_CASE("Translator::load gives back what loading freed: a trim right after it
   cfg.precision = parla::Precision::kInt8;
   auto t = parla::decode::Translator::load({path}, cfg, 1, torch::kCPU);
   const long before = parla::testing::resident_process_kb();
-  parla::runtime::return_free_memory();
+  parla::return_free_memory();
   const long after = parla::testing::resident_process_kb();
   INFO("VmRSS " << before << " -> " << after << " kB");
   CHECK(before - after < 8 * 1024);

@@ -1,7 +1,6 @@
 #include <catch2/catch.hpp>
 
 #include <link.h>
-#include <malloc.h>
 
 #include <algorithm>
 #include <cstdlib>
@@ -13,9 +12,9 @@
 
 #include <torch/torch.h>
 
+#include "core/heap_allocator.h"
 #include "runtime/runtime.h"
 #include "runtime/torch_compat.h"
-#include "support/resident_memory.h"
 #include "support/run.h"
 
 TEST_CASE("runtime: threads = N sets LibTorch's intra-op pool to N, and 0 means all cores") {
@@ -180,24 +179,12 @@ TEST_CASE("runtime: the libraries Debian's LibTorch names but never calls are em
 }
 #endif
 
-TEST_CASE("runtime: return_free_memory gives freed heap pages back to the system and says so") {
-#ifdef __GLIBC__
-  // 64 MB written and freed, with glibc told what parla's executables tell it (runtime::tune_process): no mmap of
-  // its own for a large block, and no trim of the heap top at free. Only the call below can then give it back.
-  mallopt(M_MMAP_MAX, 0);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-  const size_t bytes = size_t{64} << 20;
-  auto* block = static_cast<char*>(std::malloc(bytes));
-  REQUIRE(block);
-  std::memset(block, 1, bytes);
-  auto* above = static_cast<char*>(std::malloc(64));
-  REQUIRE(above);
-  const long before = parla::testing::resident_process_kb();
-  std::free(block);
-  CHECK(parla::runtime::return_free_memory());
-  const long after = parla::testing::resident_process_kb();
-  INFO("VmRSS " << before << " -> " << after << " kB");
-  CHECK(before - after > 60 * 1024);
-  std::free(above);
+TEST_CASE("runtime: the executables' heap allocator is the one the build chose") {
+  // This binary links like every LibTorch executable (parla_link_executable, cmake/HeapAllocator.cmake): the
+  // allocator it links must be the malloc everybody calls.
+#ifdef PARLA_HEAP_TCMALLOC
+  CHECK(parla::heap_allocator_name() == "tcmalloc");
+#else
+  CHECK(parla::heap_allocator_name() == "glibc malloc");
 #endif
 }
