@@ -52,8 +52,9 @@ constexpr uint64_t kMaxCodeFile = 4u << 20, kMaxCodeTotal = 64u << 20;
 
 class Flattener {
  public:
-  Flattener(const PickleTree& tree, const ZipArchive& zip, const std::string& prefix, size_t file_size)
-      : tree_(tree), zip_(zip), prefix_(prefix), file_size_(file_size) {}
+  Flattener(const PickleTree& tree, const ZipArchive& zip, const std::string& prefix, size_t file_size,
+            const CheckedBytes& checked)
+      : tree_(tree), zip_(zip), prefix_(prefix), file_size_(file_size), checked_(checked) {}
 
   TorchScriptArchive run() {
     if (tree_.at(tree_.root).kind != Kind::Object) throw DataError("the archive's data is not a module");
@@ -156,7 +157,18 @@ class Flattener {
     out_.tensors.push_back(std::move(a));
   }
 
-  std::shared_ptr<const std::string> storage(const PickleNode& s) {
+  // In place where the zip entry lies whole and aligned for its type in the bytes (a mapped file: nothing copied,
+  // and its pages can leave memory once a model has copied them); a copy otherwise.
+  std::shared_ptr<const StorageBytes> read_storage(size_t index, size_t alignment) {
+    if (auto view = zip_.stored_bytes(index, file_size_);
+        view && reinterpret_cast<uintptr_t>(view->data()) % alignment == 0) {
+      if (checked_) checked_(view->data(), view->size());
+      return std::make_shared<const StorageBytes>(*view);
+    }
+    return std::make_shared<const StorageBytes>(read_stored(zip_, index, file_size_));
+  }
+
+  std::shared_ptr<const StorageBytes> storage(const PickleNode& s) {
     auto it = storages_.find(s.s);
     if (it != storages_.end()) {
       if (it->second.first != s.dtype) throw DataError("storage " + shown(s.s) + " is read as two types");
@@ -167,7 +179,7 @@ class Flattener {
     uint64_t need = 0;
     if (__builtin_mul_overflow(static_cast<uint64_t>(s.i), dtype_size(s.dtype), &need) || need > file_size_)
       throw DataError("storage " + shown(s.s) + " claims more elements than the file holds");
-    auto bytes = std::make_shared<const std::string>(read_stored(zip_, *index, file_size_));
+    auto bytes = read_storage(*index, dtype_size(s.dtype));
     if (bytes->size() < need)
       throw DataError("storage " + shown(s.s) + " has " + std::to_string(bytes->size()) + " bytes, its " +
                       std::to_string(s.i) + " elements need " + std::to_string(need));
@@ -179,9 +191,10 @@ class Flattener {
   const ZipArchive& zip_;
   const std::string prefix_;
   const size_t file_size_;
+  const CheckedBytes& checked_;
   TorchScriptArchive out_;
   std::set<std::string> names_;
-  std::map<std::string, std::pair<DType, std::shared_ptr<const std::string>>> storages_;
+  std::map<std::string, std::pair<DType, std::shared_ptr<const StorageBytes>>> storages_;
   size_t entries_ = 0;
   uint64_t materialized_ = 0, text_bytes_ = 0;
 };
@@ -192,7 +205,7 @@ bool looks_like_zip(const uint8_t* data, size_t size) {
   return size >= 4 && data[0] == 'P' && data[1] == 'K' && data[2] == 3 && data[3] == 4;
 }
 
-TorchScriptArchive read_torchscript_archive(const uint8_t* data, size_t size) {
+TorchScriptArchive read_torchscript_archive(const uint8_t* data, size_t size, const CheckedBytes& checked) {
   ZipArchive zip(data, size);
   std::string prefix;
   bool found = false;
@@ -221,7 +234,7 @@ TorchScriptArchive read_torchscript_archive(const uint8_t* data, size_t size) {
   }
   auto pkl = read_stored(zip, *zip.find(prefix + "data.pkl"), size);
   const PickleTree tree = parse_pickle(reinterpret_cast<const uint8_t*>(pkl.data()), pkl.size());
-  return Flattener(tree, zip, prefix, size).run();
+  return Flattener(tree, zip, prefix, size, checked).run();
 }
 
 }  // namespace parla::formats

@@ -9,8 +9,10 @@
 // holding a module "encoder" with a tensor "weight" gives "model.encoder.weight". Torch-free (fuzzed).
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -18,12 +20,29 @@
 
 namespace parla::formats {
 
+// A storage's bytes: where they lie in the archive's bytes when its entry is stored there whole and aligned to the
+// element type (then those bytes must outlive it), else a copy.
+class StorageBytes {
+ public:
+  explicit StorageBytes(std::string copy) : copy_(std::move(copy)), bytes_(copy_) {}
+  explicit StorageBytes(std::string_view in_place) : bytes_(in_place) {}
+  StorageBytes(const StorageBytes&) = delete;
+  StorageBytes& operator=(const StorageBytes&) = delete;
+  const char* data() const { return bytes_.data(); }
+  size_t size() const { return bytes_.size(); }
+  bool in_place() const { return copy_.empty() && !bytes_.empty(); }
+
+ private:
+  std::string copy_;
+  std::string_view bytes_;
+};
+
 struct ArchiveTensor {
   std::string name;
   DType dtype = DType::F32;
   std::vector<int64_t> sizes, strides;  // in elements; checked to stay inside the storage
   int64_t offset = 0;
-  std::shared_ptr<const std::string> storage;  // the storage's bytes, shared by the tensors viewing it
+  std::shared_ptr<const StorageBytes> storage;  // shared by the tensors viewing it
 };
 
 struct TorchScriptArchive {
@@ -35,7 +54,10 @@ struct TorchScriptArchive {
 // True when the bytes start like a zip archive (what every TorchScript or PyTorch .pt file is).
 bool looks_like_zip(const uint8_t* data, size_t size);
 
-// DataError saying what is wrong (the caller adds the file's name).
-TorchScriptArchive read_torchscript_archive(const uint8_t* data, size_t size);
+// DataError saying what is wrong (the caller adds the file's name). Storages may view `data` (StorageBytes): it must
+// outlive them. `checked`, when given, is called with each viewed storage's bytes once their CRC has been checked
+// (which read them all): a mapped file's pages can leave memory until a tensor is read from them.
+using CheckedBytes = std::function<void(const void*, size_t)>;
+TorchScriptArchive read_torchscript_archive(const uint8_t* data, size_t size, const CheckedBytes& checked = {});
 
 }  // namespace parla::formats

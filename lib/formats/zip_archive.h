@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace parla::formats {
@@ -29,10 +30,18 @@ class ZipArchive {
   // The whole entry. DataError when it declares more than `max_bytes`, is compressed with a method libzip does not
   // know, or is corrupt (a short read, a CRC mismatch).
   std::string read(size_t index, uint64_t max_bytes) const;
+  // A stored (uncompressed) entry's bytes where they lie in the archive, without a copy, its CRC checked as read()
+  // checks it; nullopt where the entry is compressed or where its place in the bytes cannot be told (then read()
+  // copies it out). DataError as read() for one that declares too much or is damaged.
+  std::optional<std::string_view> stored_bytes(size_t index, uint64_t max_bytes) const;
 
  private:
   void* zip_ = nullptr;  // zip_t*
   std::vector<Entry> entries_;
+  const uint8_t* data_ = nullptr;
+  size_t size_ = 0;
+  std::vector<uint64_t> local_headers_;  // each entry's local header offset, from the central directory; or empty
+  std::vector<uint32_t> crcs_;
 };
 
 }  // namespace parla::formats

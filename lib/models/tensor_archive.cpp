@@ -1,6 +1,7 @@
 #include "models/tensor_archive.h"
 
 #include <cstring>
+#include <map>
 
 #include <torch/torch.h>
 
@@ -129,16 +130,24 @@ TensorArchive TensorArchive::load(const std::string& path, const torch::Device& 
   try {
     if (formats::looks_like_zip(bytes, file->size())) {
       a.legacy_ = true;
-      auto archive = formats::read_torchscript_archive(bytes, file->size());
+      a.file_ = file;
+      auto archive = formats::read_torchscript_archive(
+          bytes, file->size(), [&file](const void* p, size_t n) { file->release(p, n); });
+      std::map<const formats::StorageBytes*, int> viewers;
+      for (const auto& t : archive.tensors) ++viewers[t.storage.get()];
       for (auto& t : archive.tensors) {
-        // A view of the storage's bytes (kept alive by the tensor), copied out: the tensor owns its memory and
-        // is contiguous, whatever strides the archive gave it (checked to stay inside the storage).
+        // A view of the storage's bytes, which are the mapped file's where the entry lies there aligned (the tensor
+        // keeps the storage and the mapping alive), as the safetensors views below: the model copies each from the
+        // file and release() lets its pages go, so the peak holds the weights once. Copied out where the view is
+        // not contiguous (strides checked to stay inside the storage), so every tensor read is contiguous, and
+        // where tensors share a storage (tied weights), so none writes into another.
         auto storage = t.storage;
         const int64_t elements = static_cast<int64_t>(storage->size() / formats::dtype_size(t.dtype));
         auto base = torch::from_blob(
-            const_cast<char*>(storage->data()), {elements}, [storage](void*) {},
+            const_cast<char*>(storage->data()), {elements}, [storage, file](void*) {},
             torch::TensorOptions().dtype(to_torch(t.dtype)));
-        auto value = base.as_strided(t.sizes, t.strides, t.offset).clone(torch::MemoryFormat::Contiguous);
+        auto value = base.as_strided(t.sizes, t.strides, t.offset);
+        if (!value.is_contiguous() || viewers[storage.get()] > 1) value = value.clone(torch::MemoryFormat::Contiguous);
         a.tensor_bytes_ += nbytes(value);
         a.tensors_[t.name] = value;
       }

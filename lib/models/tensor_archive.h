@@ -57,7 +57,7 @@ class TensorArchive {
   bool legacy_ = false;
   uint64_t tensor_bytes_ = 0;
   torch::Device device_ = torch::kCPU;
-  std::shared_ptr<const formats::MappedFile> file_;  // a safetensors file, whose tensors are views of it
+  std::shared_ptr<const formats::MappedFile> file_;  // the file, whose tensors are views of it
 };
 
 }  // namespace parla::models

@@ -3,15 +3,21 @@
 // oracle, used here on files the test wrote itself); and the same files edited to carry code.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
+#include <iterator>
+#include <set>
 #include <sstream>
+#include <vector>
 
 #include <torch/torch.h>
+#include <zip.h>
 
 #include "core/error.h"
 #include "formats/mapped_file.h"
 #include "formats/torchscript_archive.h"
+#include "formats/zip_archive.h"
 #include "support/temp_dir.h"
 #include "support/zip_edit.h"
 
@@ -20,9 +26,11 @@ using parla::testing::TempDir;
 
 namespace {
 
+// The storages view the mapped file where they can, so it stays mapped for the rest of the run.
 TorchScriptArchive read(const std::string& path) {
-  auto m = MappedFile::open(path);
-  return read_torchscript_archive(m->data(), m->size());
+  static std::vector<decltype(MappedFile::open(path))> mapped;
+  mapped.push_back(MappedFile::open(path));
+  return read_torchscript_archive(mapped.back()->data(), mapped.back()->size());
 }
 
 torch::Tensor as_torch(const ArchiveTensor& t) {
@@ -145,4 +153,91 @@ TEST_CASE("a zip that is not a TorchScript archive, and bytes that are not a zip
                     Catch::Contains("zip"));
   CHECK(looks_like_zip(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size()));
   CHECK_FALSE(looks_like_zip(reinterpret_cast<const uint8_t*>("{\"a\""), 4));
+}
+
+TEST_CASE("a LibTorch archive's storages are views of the file, each read once and checked against its CRC") {
+  TempDir dir("ts-in-place");
+  const auto path = write_archive(dir);
+  auto m = MappedFile::open(path);
+  const auto* begin = reinterpret_cast<const char*>(m->data());
+  std::vector<std::pair<const void*, size_t>> checked;
+  const auto a = read_torchscript_archive(m->data(), m->size(),
+                                          [&](const void* p, size_t n) { checked.emplace_back(p, n); });
+  std::set<const StorageBytes*> storages;
+  for (const auto& t : a.tensors) {
+    INFO(t.name);
+    CHECK(t.storage->in_place());
+    CHECK(t.storage->data() >= begin);
+    CHECK(t.storage->data() + t.storage->size() <= begin + m->size());
+    storages.insert(t.storage.get());
+  }
+  // Every storage once (tensors may share one), and exactly its bytes.
+  REQUIRE(checked.size() == storages.size());
+  for (const auto* s : storages)
+    CHECK(std::count(checked.begin(), checked.end(), std::make_pair<const void*, size_t>(s->data(), s->size())) == 1);
+
+  // The zip reader's view of each stored entry is what libzip reads; compressed entries (LibTorch deflates code/)
+  // have none.
+  ZipArchive zip(m->data(), m->size());
+  int stored = 0;
+  for (size_t i = 0; i < zip.entries().size(); ++i) {
+    INFO(zip.entries()[i].name);
+    const auto view = zip.stored_bytes(i, m->size());
+    if (zip.entries()[i].stored) {
+      REQUIRE(view);
+      CHECK(std::string(*view) == zip.read(i, m->size()));
+      ++stored;
+    } else {
+      CHECK(!view);
+    }
+  }
+  CHECK(stored >= 6);  // data.pkl, version and the five tensors' storages
+
+  // A deflated entry has no view: it is read (inflated) through libzip.
+  const auto mixed = dir.file("mixed.zip");
+  {
+    int err = 0;
+    zip_t* z = zip_open(mixed.c_str(), ZIP_CREATE | ZIP_TRUNCATE, &err);
+    REQUIRE(z);
+    const std::string plain(5000, 'a'), packed(5000, 'b');
+    const auto a_index = zip_file_add(z, "stored", zip_source_buffer(z, plain.data(), plain.size(), 0), 0);
+    const auto b_index = zip_file_add(z, "deflated", zip_source_buffer(z, packed.data(), packed.size(), 0), 0);
+    REQUIRE(a_index >= 0);
+    REQUIRE(b_index >= 0);
+    zip_set_file_compression(z, static_cast<zip_uint64_t>(a_index), ZIP_CM_STORE, 0);
+    zip_set_file_compression(z, static_cast<zip_uint64_t>(b_index), ZIP_CM_DEFLATE, 9);
+    REQUIRE(zip_close(z) == 0);
+  }
+  auto mm = MappedFile::open(mixed);
+  ZipArchive both(mm->data(), mm->size());
+  const auto s_index = both.find("stored"), d_index = both.find("deflated");
+  REQUIRE(s_index);
+  REQUIRE(d_index);
+  CHECK(!both.entries()[*d_index].stored);
+  CHECK(!both.stored_bytes(*d_index, mm->size()));
+  CHECK(both.read(*d_index, mm->size()) == std::string(5000, 'b'));
+  const auto view = both.stored_bytes(*s_index, mm->size());
+  REQUIRE(view);
+  CHECK(std::string(*view) == std::string(5000, 'a'));
+  CHECK(static_cast<const void*>(view->data()) > static_cast<const void*>(mm->data()));
+}
+
+TEST_CASE("a storage whose bytes were changed inside the file, behind the zip's back, is refused by its CRC") {
+  TempDir dir("ts-crc");
+  const auto path = write_archive(dir);
+  std::string bytes;
+  {
+    std::ifstream in(path, std::ios::binary);
+    bytes.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  // "w" is arange(12) as float: 5.0f, 6.0f, 7.0f follow each other in its storage only.
+  const float run[3] = {5.0f, 6.0f, 7.0f};
+  const size_t at = bytes.find(std::string(reinterpret_cast<const char*>(run), sizeof(run)));
+  REQUIRE(at != std::string::npos);
+  bytes[at] ^= 1;
+  {
+    std::ofstream out(path, std::ios::binary | std::ios::trunc);
+    out << bytes;
+  }
+  CHECK_THROWS_WITH(read(path), Catch::Contains("damaged"));
 }
