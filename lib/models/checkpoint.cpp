@@ -86,6 +86,21 @@ void load_module(const TensorArchive& archive, torch::nn::Module& model, const s
   for (auto& b : model.named_buffers(true)) load(b.key(), b.value());
 }
 
+// Each weight quantized from its view of the file, whose pages then go: the peak holds one float matrix, not the model.
+void quantize_while_loading(const TensorArchive& archive, Seq2SeqModel& model, const std::vector<std::string>& names) {
+  const std::string& path = archive.path();
+  torch::NoGradGuard no_grad;
+  for (const auto& name : names) {
+    torch::Tensor value;
+    if (!archive.try_read("model." + name, value))
+      throw DataError(path + ": checkpoint does not match the model: no tensor '" + name + "'");
+    if (value.dim() != 2 || !use_int8_weight(model, name, nn::Int8Matrix::quantize(value.to(torch::kFloat))))
+      throw DataError(path + ": checkpoint does not match the model: '" + name + "' has shape " +
+                      c10::str(value.sizes()) + ", which the model's weight does not have");
+    archive.release("model." + name);
+  }
+}
+
 void load_int8(const TensorArchive& archive, Seq2SeqModel& model, const std::vector<std::string>& names) {
   const std::string& path = archive.path();
   for (size_t i = 0; i < names.size(); ++i) {
@@ -243,7 +258,7 @@ std::shared_ptr<torch::nn::Module> build_saved_model(const std::string& path, co
 }
 
 LoadedSeq2Seq load_seq2seq(const std::string& path, const torch::Device& device,
-                           const std::function<void(const ModelMeta&)>& on_meta) {
+                           const std::function<void(const ModelMeta&)>& on_meta, bool int8) {
   const auto archive = TensorArchive::load(path);
   LoadedSeq2Seq out;
   out.meta = read_meta_from(archive);
@@ -260,7 +275,13 @@ LoadedSeq2Seq load_seq2seq(const std::string& path, const torch::Device& device,
     load_int8(archive, *out.model, out.meta.int8);
   }
   out.model->to(device);  // before loading, so the weights are copied host to device once
-  load_module(archive, *out.model, out.meta.int8);
+  if (int8 && out.meta.int8.empty() && device.is_cpu()) {
+    const auto names = int8_weight_names(*out.model);
+    quantize_while_loading(archive, *out.model, names);
+    load_module(archive, *out.model, names);
+  } else {
+    load_module(archive, *out.model, out.meta.int8);
+  }
   out.model->eval();
   return out;
 }

@@ -81,9 +81,11 @@ struct LoadedSeq2Seq {
 // budget set by the file's size: build_within_file_budget), loads its weights and puts it on `device`. DataError
 // naming the file for a missing, corrupt or non-parla file, or a config/weight mismatch. `on_meta`, when given, sees
 // the metadata as soon as it is read, before the model is built (a caller can start on the vocabularies meanwhile);
-// what it throws leaves load_seq2seq.
+// what it throws leaves load_seq2seq. `int8` (CPU only): a float checkpoint's weights are quantized as they are
+// read (models/int8_quantization.h), each straight from the file, so the float model never exists whole in memory;
+// the result is quantize_int8's after a float load.
 LoadedSeq2Seq load_seq2seq(const std::string& path, const torch::Device& device = torch::kCPU,
-                           const std::function<void(const ModelMeta&)>& on_meta = {});
+                           const std::function<void(const ModelMeta&)>& on_meta = {}, bool int8 = false);
 // The metadata only.
 ModelMeta read_meta(const std::string& path);
 // Loads weights into an existing model (every parameter and buffer must be present with the same shape), then

@@ -56,6 +56,13 @@ std::vector<std::pair<std::string, const nn::Int8Matrix*>> int8_weights(Seq2SeqM
   return out;
 }
 
+std::vector<std::string> int8_weight_names(Seq2SeqModel& model) {
+  std::vector<std::string> out;
+  for_each_quantizable(model, [&](const std::string& name, nn::LinearImpl*, nn::EmbeddingImpl*) { out.push_back(name); });
+  if (auto* t = dynamic_cast<TransformerModel*>(&model); t && t->output_weight.defined()) out.push_back("output_weight");
+  return out;
+}
+
 bool use_int8_weight(Seq2SeqModel& model, const std::string& name, nn::Int8Matrix m) {
   if (m.values.dim() != 2 || m.scales.dim() != 1 || m.scales.size(0) != m.values.size(0)) return false;
   if (name == "output_weight") {

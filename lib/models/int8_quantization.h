@@ -19,6 +19,9 @@ void quantize_int8(Seq2SeqModel& model);
 // the order of named_modules; empty for a float model.
 std::vector<std::pair<std::string, const nn::Int8Matrix*>> int8_weights(Seq2SeqModel& model);
 
+// The parameter names quantize_int8 quantizes, in its order ("output_weight" last where the model has one).
+std::vector<std::string> int8_weight_names(Seq2SeqModel& model);
+
 // Installs a stored matrix as the parameter `name` (an int8 checkpoint). False when the model has no such
 // quantizable weight or the shape differs.
 bool use_int8_weight(Seq2SeqModel& model, const std::string& name, nn::Int8Matrix m);

@@ -236,3 +236,48 @@ TEST_CASE("the trained Multi30k model's int8 checkpoint is at least 3.5x smaller
   auto src = torch::randint(4, 8000, {2, 12}), tgt = torch::randint(4, 8000, {2, 9});
   CHECK(torch::equal(log_probs(*loaded.model, src, tgt), log_probs(*in_memory.model, src, tgt)));
 }
+
+TEST_CASE("a float checkpoint quantized while it loads is the float load quantized after: every weight, every output",
+          "[int8]") {
+  TempDir dir("int8-while-loading");
+  torch::manual_seed(7);
+  std::vector<std::string> paths;
+  for (bool tie : {true, false}) {  // safetensors, as parla writes them now
+    auto cfg = parla::testing::tiny_transformer();
+    cfg.d_model = 64;
+    cfg.ffn_dim = 256;
+    cfg.tie_output = tie;
+    auto model = build_seq2seq(cfg, 500, 500);
+    paths.push_back(dir.file(tie ? "tied.pt" : "untied.pt"));
+    save_checkpoint(paths.back(), *model, meta_of(cfg));
+  }
+  // A TorchScript archive (the format before safetensors), whose storages are views of the file too.
+  paths.push_back(std::string(PARLA_SHARED_DIR) + "/models/multi30k-en-de-small/average.pt");
+  for (const auto& path : paths) {
+    INFO(path);
+    if (!std::filesystem::exists(path)) continue;  // the shared model: only where ../shared is present
+    auto after = load_seq2seq(path);
+    quantize_int8(*after.model);
+    auto streamed = load_seq2seq(path, torch::kCPU, {}, /*int8=*/true);
+    auto a = int8_weights(*after.model), b = int8_weights(*streamed.model);
+    REQUIRE(a.size() == b.size());
+    REQUIRE(!a.empty());
+    for (size_t i = 0; i < a.size(); ++i) {
+      CHECK(a[i].first == b[i].first);
+      CHECK(torch::equal(a[i].second->codes(), b[i].second->codes()));
+      CHECK(torch::equal(a[i].second->scales, b[i].second->scales));
+    }
+    // Everything left in float (layer norms, biases) loaded as before.
+    auto pa = after.model->named_parameters(), pb = streamed.model->named_parameters();
+    REQUIRE(pa.size() == pb.size());
+    for (const auto& p : pa) {
+      INFO(p.key());
+      CHECK(p.value().sizes() == pb[p.key()].sizes());
+      if (p.value().numel() > 0) CHECK(torch::equal(p.value(), pb[p.key()]));
+    }
+    const int64_t vocab = after.meta.src_vocab_size;
+    auto src = torch::randint(4, std::min<int64_t>(vocab, 500), {3, 8});
+    auto tgt = torch::randint(4, std::min<int64_t>(after.meta.tgt_vocab_size, 500), {3, 6});
+    CHECK(torch::equal(log_probs(*after.model, src, tgt), log_probs(*streamed.model, src, tgt)));
+  }
+}

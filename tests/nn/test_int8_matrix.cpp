@@ -48,6 +48,24 @@ TEST_CASE("weights quantize per output channel: scale = max|w| / 127, each value
   CHECK(m.codes()[3].abs().sum().item<int64_t>() == 0);
 }
 
+TEST_CASE("a matrix quantizes in blocks of rows as the whole-matrix formula does, bit for bit", "[int8]") {
+  // 5,000 x 16: blocks of 4,096 rows, one partial; ties (x.5 steps) included, which round() sends to even.
+  torch::manual_seed(11);
+  for (int64_t k : {16, 1000}) {
+    const int64_t n = k == 16 ? 5000 : 300;
+    auto w = torch::randn({n, k}) * torch::rand({n, 1}) * 3;
+    w[7].zero_();
+    w[8].fill_(0.5f);
+    w[8][0] = 127.0f;  // scale 1: 0.5 sits on a tie
+    auto m = Int8Matrix::quantize(w);
+    auto max = w.abs().amax(1);
+    auto scales = torch::where(max > 0, max / 127.0, torch::ones_like(max));
+    auto codes = (w / scales.unsqueeze(1)).round().clamp(-127, 127).to(torch::kChar);
+    CHECK(torch::equal(m.scales, scales));
+    CHECK(torch::equal(m.codes(), codes));
+  }
+}
+
 TEST_CASE("the int8 product is within the error bound that follows from the weight and activation scales", "[int8]") {
   const auto& code = parla::kernels::int8::activation_code();
   torch::manual_seed(2);
