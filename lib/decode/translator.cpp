@@ -19,6 +19,7 @@
 #include "core/atomic_file.h"
 #include "core/error.h"
 #include "core/heap_allocator.h"
+#include "core/memory_pages.h"
 #include "core/progress.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_device.h"
@@ -156,10 +157,15 @@ Translator load_translator(const std::vector<std::string>& checkpoints, const De
 
 Translator Translator::load(const std::vector<std::string>& checkpoints, const DecodingConfig& cfg, uint64_t seed,
                             const c10::Device& device) {
+  // The libraries' pages that starting touched (LibTorch's operator registration: ~25 MB of libtorch_cpu alone)
+  // leave memory before the model comes in, and those that loading touched after it (core/memory_pages.h): a
+  // process that translates holds the code it runs, not the code it ran once.
+  page_out_libraries();
   Translator loaded = load_translator(checkpoints, cfg, seed, device);
   // What loading freed (file copies, the float weights that int8 replaced) goes back to the system rather than
   // staying resident beside what decoding allocates.
   return_free_memory();
+  page_out_libraries();
   return loaded;
 }
 
