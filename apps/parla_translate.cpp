@@ -41,7 +41,7 @@ int parla_translate_main(int argc, char** argv) {
                  "(a FIFO or device is written in place)")
       ->capture_default_str();
 
-  return parla::app::run(cli, flags, argc, argv, [&] {
+  parla::app::end_process(parla::app::run(cli, flags, argc, argv, [&] {
     auto builder = parla::app::start_config(flags);
     schema_flags.apply(builder);
     if ((input.empty() || input == "-") && isatty(STDIN_FILENO) && !builder.given("decoding.line_buffered"))
@@ -63,5 +63,5 @@ int parla_translate_main(int argc, char** argv) {
                    config.runtime.inter_threads, used, used == 1 ? "" : "s");
     parla::decode::translate_file(translator, input, output);
     return 0;
-  });
+  }));
 }

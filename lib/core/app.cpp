@@ -5,10 +5,13 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <iostream>
 #include <new>
 #include <streambuf>
+
+#include <spdlog/spdlog.h>
 
 #include "core/error.h"
 #include "core/logging.h"
@@ -120,6 +123,14 @@ bool dump_config_if_asked(const CommonFlags& flags, const Config& c) {
   // A failed write is reported by run() when the app returns ("cannot write standard output: ...", exit 1).
   std::cout << config::to_json(c).dump(2) << std::endl;
   return true;
+}
+
+void end_process(int code) {
+  std::cout.flush();
+  std::cerr.flush();
+  spdlog::apply_all([](const std::shared_ptr<spdlog::logger>& logger) { logger->flush(); });
+  std::fflush(nullptr);
+  std::_Exit(code);
 }
 
 int run(CLI::App& cli, CommonFlags& flags, int argc, char** argv, const std::function<int()>& body) {
