@@ -242,13 +242,19 @@ TEST_CASE("a float checkpoint quantized while it loads is the float load quantiz
   TempDir dir("int8-while-loading");
   torch::manual_seed(7);
   std::vector<std::string> paths;
-  for (bool tie : {true, false}) {  // safetensors, as parla writes them now
+  for (bool tie : {true, false}) {  // safetensors, as parla writes them now; Transformers and an RNN
     auto cfg = parla::testing::tiny_transformer();
     cfg.d_model = 64;
     cfg.ffn_dim = 256;
     cfg.tie_output = tie;
     auto model = build_seq2seq(cfg, 500, 500);
     paths.push_back(dir.file(tie ? "tied.pt" : "untied.pt"));
+    save_checkpoint(paths.back(), *model, meta_of(cfg));
+  }
+  {
+    auto cfg = parla::testing::tiny_rnn();
+    auto model = build_seq2seq(cfg, 500, 500);
+    paths.push_back(dir.file("rnn.pt"));
     save_checkpoint(paths.back(), *model, meta_of(cfg));
   }
   // A TorchScript archive (the format before safetensors), whose storages are views of the file too.
