@@ -1,7 +1,8 @@
 // The int8 product (nn::int8_linear: quantize the rows, the u8 x s8 -> s32 product, scale back) against the fp32
 // product LibTorch runs (torch::linear over the system BLAS), on the decoder's shapes, in the same process. The
-// int8 product is parla's panel kernel up to 16 rows on AVX-512 VNNI (kernels/int8_vnni_rows.h), oneDNN's otherwise;
-// PARLA_INT8_PANELS=0 runs oneDNN's at every row count, to compare (alternate the two runs).
+// int8 product is parla's panel kernel up to 32 rows (64 for small weights) on AVX-512 VNNI
+// (kernels/int8_vnni_rows.h), oneDNN's otherwise; PARLA_INT8_PANELS=0 runs oneDNN's at every row count, to compare
+// (alternate the two runs).
 //
 // Shapes: rows m = 5 (one sentence, beam 5) and 320 (64 sentences, beam 5) times the projections of the small
 // Multi30k model (d 256, ffn 1024, vocabulary 8,000) and of a base model (d 512, ffn 2048, vocabulary 32,000).

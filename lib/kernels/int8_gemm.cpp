@@ -98,11 +98,15 @@ class PackedWeights {
 
 namespace {
 
-// Products of at most this many rows run on the panel kernel where it is available. bench_int8_gemm, one thread,
-// with oneDNN (its VNNI brgemm: oneDNN 2.6 gets no AMX in this VM) -> panels, quantizing included: 1 row 5-7 ->
-// 4-5 us (d 256 projections), 5 rows 7.5 -> 7.1 us and 72 -> 65 us (the 8,000-way output); from 24 rows on the two
-// tie (both issue one vpdpbusd a cycle, this CPU's rate).
-constexpr int64_t kPanelRows = 16;
+// Products of up to kPanelRows rows run on the panel kernel where it is available, and up to kPanelRowsSmall rows
+// where the weights are at most kPanelSmallWeights bytes. bench_int8_gemm, one thread, with oneDNN (its VNNI brgemm:
+// oneDNN 2.6 gets no AMX in this VM) -> panels, quantizing included: 1 row 5-7 -> 4-5 us (d 256 projections), 5 rows
+// 7.5 -> 7.1 us and 72 -> 65 us (the 8,000-way output); from 20 to 64 rows panels are 1-3% faster on every d 256
+// and d 512 layer and on the 8,000-way output, 0-8% slower on the 32,000 x 512 one above 32 rows. Beyond that, each
+// row count oneDNN multiplies needs a primitive of its own, built (JIT) the first time it occurs: ~0.15 ms each, 300
+// of them in a greedy batch-64 run of the Multi30k test set, whose row counts all fall within the panels' range now.
+constexpr int64_t kPanelRows = 32, kPanelRowsSmall = 64;
+constexpr int64_t kPanelSmallWeights = int64_t{4} << 20;
 
 // The panel view of oneDNN's packed weights when their layout is the one int8_vnni_rows.h reads: blocked, inner
 // blocks 16 x 64 x 4 over (k, n, k), a 64-input block's 4,096 bytes contiguous, no compensation area.
@@ -213,7 +217,7 @@ void gemm_u8s8s32(int64_t m, const uint8_t* a, const PackedWeights& b, int32_t* 
     const char* v = std::getenv("PARLA_INT8_PANELS");
     return !(v && std::string(v) == "0");
   }();
-  if (panels && b.panels.data && m <= kPanelRows) {
+  if (panels && b.panels.data && (m <= kPanelRows || (m <= kPanelRowsSmall && b.n * b.k <= kPanelSmallWeights))) {
     gemm_vnni_rows(m, a, b.panels, acc, m * b.k * b.n >= kParallelMacs && omp_get_max_threads() > 1);
     return;
   }

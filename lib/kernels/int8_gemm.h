@@ -47,8 +47,8 @@ bool has_panels(const PackedWeights& b);
 // b has panels its plain copy need not be kept (an embedding looks its rows up here). Only where has_panels(b).
 void unpack_row(const PackedWeights& b, int64_t row, int8_t* out);
 
-// acc [m, n] = a [m, k] (uint8, row-major) times b^T: up to 16 rows on the panel kernel where b has panels, else
-// oneDNN's product (the same integers either way).
+// acc [m, n] = a [m, k] (uint8, row-major) times b^T: up to 32 rows (64 for weights of at most 4 MiB) on the panel
+// kernel where b has panels, else oneDNN's product (the same integers either way).
 void gemm_u8s8s32(int64_t m, const uint8_t* a, const PackedWeights& b, int32_t* acc);
 
 // In place, over a buffer of m * n 4-byte values that holds int32 acc[r, c] and receives float

@@ -1,5 +1,5 @@
-// The int8 product against the integer product computed naively: the panel kernel (up to 16 rows, AVX-512 VNNI)
-// and oneDNN's (more rows) must give the same exact sums, over shapes with a partial channel group, a k that is not
+// The int8 product against the integer product computed naively: the panel kernel (up to 32 or 64 rows, AVX-512
+// VNNI) and oneDNN's (more rows) must give the same exact sums, over shapes with a partial channel group, a k that is not
 // a multiple of 64, and the extreme codes (no saturation).
 #include <catch2/catch.hpp>
 
@@ -52,7 +52,8 @@ void check(int64_t m, int64_t n, int64_t k, std::mt19937& rng, int fill = 0) {
 TEST_CASE("int8 product: exact integer sums at every row count, partial groups and odd k") {
   std::mt19937 rng(37);
   // 4,000 x 256 from 5 rows on is large enough for threads to split the channel groups (where there are several).
-  for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 16, 17, 40})
+  // The panel kernel up to 32 rows, and up to 64 for weights of at most 4 MiB; oneDNN beyond.
+  for (int64_t m : {1, 2, 3, 4, 5, 6, 7, 11, 12, 13, 16, 17, 32, 33, 40, 64, 65, 100})
     for (auto nk : {std::pair<int64_t, int64_t>{768, 256}, {100, 64}, {17, 1024}, {1, 4}, {130, 68}, {64, 250},
                     {4000, 256}})
       check(m, nk.first, nk.second, rng);
