@@ -84,7 +84,7 @@ bool packed_fp32_wanted(int intra_threads) {
   const char* env = std::getenv("PARLA_PACKED_FP32");
   if (env && std::strcmp(env, "0") == 0) return false;
   if (env && std::strcmp(env, "1") == 0) return true;
-  return intra_threads == 1 && isa == kernels::fp32::Isa::kAvx512;
+  return intra_threads <= 2 && isa == kernels::fp32::Isa::kAvx512;
 }
 
 }  // namespace parla::nn
