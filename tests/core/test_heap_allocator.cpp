@@ -6,14 +6,11 @@
 #include <cstring>
 
 #include "core/heap_allocator.h"
+#include "support/heap_allocator_expected.h"
 #include "support/resident_memory.h"
 
 TEST_CASE("heap allocator: the test binary runs on the allocator the build chose") {
-#ifdef PARLA_HEAP_TCMALLOC
-  CHECK(parla::heap_allocator_name() == "tcmalloc");
-#else
-  CHECK(parla::heap_allocator_name() == "glibc malloc");
-#endif
+  CHECK(parla::heap_allocator_name() == parla::testing::expected_heap_allocator());
 }
 
 TEST_CASE("heap allocator: return_free_memory gives freed heap pages back to the system and says so") {

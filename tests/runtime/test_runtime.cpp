@@ -15,6 +15,7 @@
 #include "core/heap_allocator.h"
 #include "runtime/runtime.h"
 #include "runtime/torch_compat.h"
+#include "support/heap_allocator_expected.h"
 #include "support/run.h"
 
 TEST_CASE("runtime: threads = N sets LibTorch's intra-op pool to N, and 0 means all cores") {
@@ -182,9 +183,5 @@ TEST_CASE("runtime: the libraries Debian's LibTorch names but never calls are em
 TEST_CASE("runtime: the executables' heap allocator is the one the build chose") {
   // This binary links like every LibTorch executable (parla_link_executable, cmake/HeapAllocator.cmake): the
   // allocator it links must be the malloc everybody calls.
-#ifdef PARLA_HEAP_TCMALLOC
-  CHECK(parla::heap_allocator_name() == "tcmalloc");
-#else
-  CHECK(parla::heap_allocator_name() == "glibc malloc");
-#endif
+  CHECK(parla::heap_allocator_name() == parla::testing::expected_heap_allocator());
 }
