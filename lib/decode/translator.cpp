@@ -32,7 +32,6 @@
 #include "decode/search.h"
 #include "decode/source_batch.h"
 #include "models/checkpoint.h"
-#include "models/int8_quantization.h"
 #include "models/packed_fp32.h"
 #include "kernels/fp32_gemm.h"
 #include "kernels/int8_gemm.h"
@@ -116,7 +115,7 @@ Translator load_translator(const std::vector<std::string>& checkpoints, const De
       first = meta;
       vocabularies = std::async(std::launch::async,
                                 [&first, &checkpoints] { return models::vocabularies(first, checkpoints[0]); });
-    }, cfg.precision == Precision::kInt8);
+    }, /*int8=*/cfg.precision == Precision::kInt8);  // a float checkpoint is quantized as it loads
     if (i > 0 && (loaded.meta.src_spm != first.src_spm || loaded.meta.tgt_spm != first.tgt_spm ||
                loaded.meta.src_pieces != first.src_pieces || loaded.meta.tgt_pieces != first.tgt_pieces)) {
       throw DataError("checkpoint " + path + " uses different SentencePiece models than " + checkpoints[0] +
@@ -125,8 +124,6 @@ Translator load_translator(const std::vector<std::string>& checkpoints, const De
     if (!loaded.meta.int8.empty() && cfg.precision != Precision::kInt8 && cfg.precision != Precision::kFp32)
       throw ConfigError("decoding.precision '" + std::string(config::name_of(cfg.precision)) + "': " + path +
                         " is an int8 checkpoint; it decodes with int8 (or fp32, which means the same for it)");
-    // Quantized while loading already (load_seq2seq); this is a no-op then, and idempotent.
-    if (cfg.precision == Precision::kInt8 && loaded.meta.int8.empty()) models::quantize_int8(*loaded.model);
     const bool int8 = cfg.precision == Precision::kInt8 || !loaded.meta.int8.empty();
     // fp32 on the CPU: the weights packed for the decoder's products where they pay (models/packed_fp32.h).
     const bool packed =

@@ -67,14 +67,20 @@ ModelMeta read_meta_from(const TensorArchive& archive) {
   return meta;
 }
 
+// The stored tensor of the model's parameter or buffer `name`; DataError naming the file where there is none.
+torch::Tensor model_tensor(const TensorArchive& archive, const std::string& name) {
+  torch::Tensor value;
+  if (!archive.try_read("model." + name, value))
+    throw DataError(archive.path() + ": checkpoint does not match the model: no tensor '" + name + "'");
+  return value;
+}
+
 // `skip`: weights that the int8 entries hold instead.
 void load_module(const TensorArchive& archive, torch::nn::Module& model, const std::vector<std::string>& skip = {}) {
   const std::string& path = archive.path();
   torch::NoGradGuard no_grad;
   auto load = [&](const std::string& name, torch::Tensor& target) {
-    torch::Tensor value;
-    if (!archive.try_read("model." + name, value))
-      throw DataError(path + ": checkpoint does not match the model: no tensor '" + name + "'");
+    const torch::Tensor value = model_tensor(archive, name);
     if (value.sizes() != target.sizes())
       throw DataError(path + ": checkpoint does not match the model: '" + name + "' has shape " +
                       c10::str(value.sizes()) + ", the model expects " + c10::str(target.sizes()));
@@ -86,14 +92,13 @@ void load_module(const TensorArchive& archive, torch::nn::Module& model, const s
   for (auto& b : model.named_buffers(true)) load(b.key(), b.value());
 }
 
-// Each weight quantized from its view of the file, whose pages then go: the peak holds one float matrix, not the model.
+// Each weight quantized from its view of the file, whose pages then go: the peak holds one float matrix, not the
+// model.
 void quantize_while_loading(const TensorArchive& archive, Seq2SeqModel& model, const std::vector<std::string>& names) {
   const std::string& path = archive.path();
   torch::NoGradGuard no_grad;
   for (const auto& name : names) {
-    torch::Tensor value;
-    if (!archive.try_read("model." + name, value))
-      throw DataError(path + ": checkpoint does not match the model: no tensor '" + name + "'");
+    const torch::Tensor value = model_tensor(archive, name);
     if (value.dim() != 2 || !use_int8_weight(model, name, nn::Int8Matrix::quantize(value.to(torch::kFloat))))
       throw DataError(path + ": checkpoint does not match the model: '" + name + "' has shape " +
                       c10::str(value.sizes()) + ", which the model's weight does not have");

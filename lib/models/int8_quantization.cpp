@@ -58,8 +58,10 @@ std::vector<std::pair<std::string, const nn::Int8Matrix*>> int8_weights(Seq2SeqM
 
 std::vector<std::string> int8_weight_names(Seq2SeqModel& model) {
   std::vector<std::string> out;
-  for_each_quantizable(model, [&](const std::string& name, nn::LinearImpl*, nn::EmbeddingImpl*) { out.push_back(name); });
-  if (auto* t = dynamic_cast<TransformerModel*>(&model); t && t->output_weight.defined()) out.push_back("output_weight");
+  for_each_quantizable(model,
+                       [&](const std::string& name, nn::LinearImpl*, nn::EmbeddingImpl*) { out.push_back(name); });
+  if (auto* t = dynamic_cast<TransformerModel*>(&model); t && t->output_weight.defined())
+    out.push_back("output_weight");
   return out;
 }
 
