@@ -6,11 +6,11 @@
 # 200 MB, no slower (docs/BENCHMARKS.md). Linked without --as-needed: nothing calls it by name, its malloc replaces
 # glibc's for the whole process (the libraries included) by coming before libc in the search order.
 option(PARLA_TCMALLOC "Use tcmalloc (libgoogle-perftools-dev) as the heap allocator of the LibTorch executables" ON)
-set(parla_heap_allocator "")
+set(PARLA_HEAP_ALLOCATOR "")  # the library parla_link_executable links; empty: glibc
 if(PARLA_TCMALLOC)
   find_library(PARLA_TCMALLOC_LIBRARY NAMES tcmalloc_minimal)
   if(PARLA_TCMALLOC_LIBRARY)
-    set(parla_heap_allocator ${PARLA_TCMALLOC_LIBRARY})
+    set(PARLA_HEAP_ALLOCATOR ${PARLA_TCMALLOC_LIBRARY})
     message(STATUS "Heap allocator: tcmalloc (${PARLA_TCMALLOC_LIBRARY})")
   else()
     message(STATUS "Heap allocator: glibc's malloc (no tcmalloc_minimal: apt-get install libgoogle-perftools-dev)")
@@ -19,7 +19,3 @@ else()
   message(STATUS "Heap allocator: glibc's malloc (PARLA_TCMALLOC=OFF)")
 endif()
 
-# Called by parla_link_executable (inside its --no-as-needed group).
-function(parla_heap_allocator_of out)
-  set(${out} ${parla_heap_allocator} PARENT_SCOPE)
-endfunction()

@@ -9,8 +9,8 @@
 #
 # The heap allocator (cmake/HeapAllocator.cmake) comes right after them, before libc.
 function(parla_link_executable target)
-  parla_heap_allocator_of(allocator)
-  target_link_libraries(${target} PRIVATE -Wl,--no-as-needed protobuf stdc++ ${allocator} -Wl,--as-needed parla)
+  target_link_libraries(${target} PRIVATE -Wl,--no-as-needed protobuf stdc++ ${PARLA_HEAP_ALLOCATOR} -Wl,--as-needed
+                        parla)
   add_dependencies(${target} parla_sentencepiece)  # loaded at run time (lib/text/sentencepiece_library.cpp)
   parla_use_placeholders(${target})  # cmake/PlaceholderLibraries.cmake
   parla_warnings(${target})
