@@ -65,7 +65,8 @@ TEST_CASE("page_out: a file mapping's touched pages leave memory, and read back 
   ::munmap(p, bytes);
 }
 
-TEST_CASE("page_out_libraries advises the libraries' read-only mappings, never a writable one, and the process runs on") {
+TEST_CASE("page_out_libraries advises the libraries' read-only mappings, never a writable one, and the process "
+          "runs on") {
 #ifdef MADV_PAGEOUT
   const auto ranges = parla::page_out_libraries();
   REQUIRE(!ranges.empty());

@@ -1,6 +1,6 @@
 // The int8 product against the integer product computed naively: the panel kernel (up to 32 or 64 rows, AVX-512
-// VNNI) and oneDNN's (more rows) must give the same exact sums, over shapes with a partial channel group, a k that is not
-// a multiple of 64, and the extreme codes (no saturation).
+// VNNI) and oneDNN's (more rows) must give the same exact sums, over shapes with a partial channel group, a k that
+// is not a multiple of 64, and the extreme codes (no saturation).
 #include <catch2/catch.hpp>
 
 #include <cstdint>
