@@ -287,3 +287,28 @@ TEST_CASE("a float checkpoint quantized while it loads is the float load quantiz
     CHECK(torch::equal(log_probs(*after.model, src, tgt), log_probs(*streamed.model, src, tgt)));
   }
 }
+
+TEST_CASE("a checkpoint whose weights do not fit its config is refused naming the file and the weight, loaded in "
+          "float or quantized while loading", "[int8]") {
+  TempDir dir("int8-mismatch");
+  auto cfg = parla::testing::tiny_transformer();
+  cfg.d_model = 64;
+  cfg.ffn_dim = 256;
+  auto model = build_seq2seq(cfg, 500, 500);
+  auto claimed = cfg;
+  claimed.ffn_dim = 128;  // the feed-forward weights in the file are 256 wide, the config says 128
+  const auto path = dir.file("mismatch.pt");
+  save_checkpoint(path, *model, meta_of(claimed));
+  for (bool int8 : {false, true}) {
+    INFO("int8 " << int8);
+    try {
+      load_seq2seq(path, torch::kCPU, {}, int8);
+      FAIL("a checkpoint that does not fit its config loaded");
+    } catch (const parla::DataError& e) {
+      const std::string what = e.what();
+      CHECK(what.find(path) != std::string::npos);
+      CHECK(what.find("does not match the model") != std::string::npos);
+      CHECK(what.find("ffn.fc") != std::string::npos);
+    }
+  }
+}
