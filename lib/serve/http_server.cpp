@@ -12,8 +12,10 @@
 //   - it is C++ and header-only (one translation unit pays its compile time, ~40 s), and nothing new is linked.
 // The price is that Beast leaves policy to us: connection caps, eviction, lingering close and keep-alive limits
 // are written here.
+#include <linux/sockios.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 
@@ -25,9 +27,12 @@
 #include <cstring>
 #include <future>
 #include <list>
+#include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
+#include <unordered_map>
 #include <unordered_set>
 
 #include <boost/asio/io_context.hpp>
@@ -60,6 +65,10 @@ constexpr auto kLinger = std::chrono::seconds(1);
 constexpr auto kWatch = std::chrono::milliseconds(50);
 // File descriptors kept for everything but connections (model files, logs, the listening socket, ...).
 constexpr int kReservedDescriptors = 64;
+// Connections beyond serve.max_connections, opened only when every connection has a request in flight: they may
+// ask GET /health or /metrics (then close); a /translate on one gets 503 unless an ordinary place has come free.
+// So a load balancer's probe is answered when requests fill every place (issue 59: 12 of 14 probes got 503).
+constexpr int kProbeReserve = 16;
 
 std::chrono::steady_clock::duration seconds(double s) {
   return std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(s));
@@ -183,10 +192,27 @@ struct HttpServer::Impl {
   // Event-loop thread only.
   std::unordered_set<Session*> sessions;
   std::list<Session*> waiting;  // sessions without a request in flight, oldest first: evicted first
+  std::list<Session*> waiting_reserve;  // the same among the probe reserve's sessions
+  // Connections by client address (its 16 bytes, IPv4 mapped): a flood from one address is held to
+  // serve.max_connections_per_address, and at the cap pushes out its own connections before anyone else's.
+  struct Peer {
+    int open = 0;
+    std::list<Session*> waiting;  // its ordinary sessions without a request in flight, oldest first
+  };
+  std::unordered_map<std::string, Peer> peers;
+  std::set<std::pair<int, std::string>> by_open;  // (open, address): the last has the most connections
+  int reserve_open = 0;          // sessions in the probe reserve
   bool accepting = true;
   int busy = 0;                  // sessions with a request in flight
   bool active_since_trim = false;
   std::string refusal;           // the canned 503 at max_connections
+  std::string refusal_address;   // the canned 503 at max_connections_per_address
+
+  Reply connections_full() const {
+    return TranslationService::overloaded("the server has its limit of " + std::to_string(max_connections) +
+                                          " connections open, each with a request in flight "
+                                          "(serve.max_connections); retry later");
+  }
 
   // Open connections, for wait_closed() from other threads.
   std::mutex count_mutex;
@@ -200,7 +226,11 @@ struct HttpServer::Impl {
   void accept();  // accept thread
   void on_accept(tcp::socket socket);  // event loop
   void close_acceptor();  // accept thread
-  void refuse(tcp::socket& socket);
+  void refuse(tcp::socket& socket, const std::string& answer, const char* reason);
+  Session* victim();
+  void peer_opened(const std::string& address);
+  void peer_closed(const std::string& address);
+  int ordinary_open() const { return static_cast<int>(sessions.size()) - reserve_open; }
   void schedule_trim();
   void opened() {
     std::lock_guard<std::mutex> lock(count_mutex);
@@ -217,14 +247,19 @@ namespace {
 
 class Session : public std::enable_shared_from_this<Session> {
  public:
-  Session(HttpServer::Impl& server, tcp::socket socket)
+  Session(HttpServer::Impl& server, tcp::socket socket, std::string address, bool reserve)
       : server_(server),
         stream_(std::move(socket)),
         buffer_(static_cast<size_t>(server.cfg.max_header_bytes) + 4096),
-        watch_(server.io) {}
+        watch_(server.io),
+        header_deadline_(server.io),
+        address_(std::move(address)),
+        reserve_(reserve) {}
 
   void start() {
     server_.sessions.insert(this);
+    if (reserve_) ++server_.reserve_open;
+    server_.peer_opened(address_);
     server_.opened();
     server_.service.connection_opened();
     read_request();
@@ -237,11 +272,14 @@ class Session : public std::enable_shared_from_this<Session> {
     state_ = State::closed;
     unlist();
     server_.sessions.erase(this);
+    if (reserve_) --server_.reserve_open;
+    server_.peer_closed(address_);
     if (job_) {  // a request in flight whose client is gone (or the server stops): its sentences are dropped
       server_.service.abandon(*job_);
       job_.reset();
     }
     watch_.cancel();
+    header_deadline_.cancel();
     beast::error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
     stream_.close();
@@ -253,17 +291,39 @@ class Session : public std::enable_shared_from_this<Session> {
   // room; one with a request in flight cannot.
   bool waiting() const { return listed_; }
 
+  // Drain cut short (a second SIGTERM, or the drain timeout): a request still waiting for its translation is
+  // answered 503 now, since the batch that holds its sentences may outlast the process.
+  void fail_in_flight() {
+    if (state_ != State::busy || !job_) return;
+    job_.reset();
+    watch_.cancel();
+    keep_alive_ = false;
+    answer(TranslationService::overloaded("the server is stopping before this request was translated; retry "
+                                          "with another server"));
+  }
+
  private:
   enum class State { reading, busy, lingering, closed };
 
   void list() {
     if (listed_) return;
-    place_ = server_.waiting.insert(server_.waiting.end(), this);
+    if (reserve_) {
+      place_ = server_.waiting_reserve.insert(server_.waiting_reserve.end(), this);
+    } else {
+      place_ = server_.waiting.insert(server_.waiting.end(), this);
+      auto& peer = server_.peers[address_].waiting;
+      peer_place_ = peer.insert(peer.end(), this);
+    }
     listed_ = true;
   }
   void unlist() {
     if (!listed_) return;
-    server_.waiting.erase(place_);
+    if (reserve_) {
+      server_.waiting_reserve.erase(place_);
+    } else {
+      server_.waiting.erase(place_);
+      server_.peers[address_].waiting.erase(peer_place_);
+    }
     listed_ = false;
   }
   void set_busy() {
@@ -276,21 +336,100 @@ class Session : public std::enable_shared_from_this<Session> {
     state_ = s;
   }
 
+  // Beast's parser checks its header limit per put() of one read, and fields it has parsed leave no partial line
+  // behind: `a:\r\n` x 60,000,000 written in one go passed a limit of 8 KiB, stored every field (3.8 GB) and
+  // was answered 200 (issue 59). So the header is gathered here first, its bytes and lines counted across every
+  // read, and handed to the parser whole; its deadline is a timer of its own, which fires however the bytes come.
   void read_request() {
     set_idle(State::reading);
     list();
     parser_.emplace();
-    parser_->header_limit(static_cast<std::uint32_t>(server_.cfg.max_header_bytes));
+    // Never reached: the header handed over is already held to serve.max_header_bytes.
+    parser_->header_limit(static_cast<std::uint32_t>(server_.cfg.max_header_bytes) + 1);
     parser_->body_limit(static_cast<std::uint64_t>(server_.cfg.max_request_bytes));
-    // Empty lines before a request line are ignored (RFC 9112 2.2), as some clients send one after a body.
-    const auto* bytes = static_cast<const char*>(buffer_.data().data());
-    size_t blank = 0;
-    while (blank < buffer_.size() && (bytes[blank] == '\r' || bytes[blank] == '\n')) ++blank;
-    buffer_.consume(blank);
+    head_ = false;
+    header_scanned_ = 0;
+    header_fields_ = 0;
+    header_skipped_ = 0;
+    in_header_ = true;
     // From the connection's start or its previous answer to the end of the headers: idle and slow alike.
-    stream_.expires_after(seconds(server_.cfg.header_timeout_s));
-    http::async_read_header(stream_, buffer_, *parser_,
-                            [self = shared_from_this()](beast::error_code ec, std::size_t) { self->on_header(ec); });
+    stream_.expires_never();
+    header_deadline_.expires_after(seconds(server_.cfg.header_timeout_s));
+    header_deadline_.async_wait([self = shared_from_this()](beast::error_code ec) {
+      if (ec || self->state_ != State::reading || !self->in_header_) return;
+      self->arrived_ = Clock::now();
+      self->close("header_timeout");
+    });
+    scan_header();
+  }
+
+  // Looks for the blank line that ends the header in what has arrived; reads more while there is none.
+  void scan_header() {
+    const auto& cfg = server_.cfg;
+    // Empty lines before a request line are ignored (RFC 9112 2.2), as some clients send one after a body; they
+    // count against the header's bytes all the same.
+    if (header_scanned_ == 0) {
+      const auto* bytes = static_cast<const char*>(buffer_.data().data());
+      size_t blank = 0;
+      while (blank < buffer_.size() && (bytes[blank] == '\r' || bytes[blank] == '\n')) ++blank;
+      buffer_.consume(blank);
+      header_skipped_ += blank;
+    }
+    const auto* bytes = static_cast<const char*>(buffer_.data().data());
+    const size_t size = buffer_.size();
+    size_t end = 0;  // one past the blank line, once found
+    while (header_scanned_ < size) {
+      const void* found = std::memchr(bytes + header_scanned_, '\n', size - header_scanned_);
+      if (!found) break;
+      const size_t eol = static_cast<size_t>(static_cast<const char*>(found) - bytes);
+      if (eol == 0 || bytes[eol - 1] != '\r') return refuse_header(TranslationService::malformed("bad line ending"));
+      const bool blank = eol == header_scanned_ + 1;
+      if (!blank && header_scanned_ > 0) ++header_fields_;  // the first line is the request line
+      header_scanned_ = eol + 1;
+      if (blank) {
+        end = header_scanned_;
+        break;
+      }
+    }
+    const size_t held = (end ? end : size) + header_skipped_;
+    if (held > static_cast<size_t>(cfg.max_header_bytes))
+      return refuse_header(TranslationService::header_too_large(cfg.max_header_bytes));
+    if (header_fields_ > cfg.max_header_fields) {
+      Reply r;
+      r.status = 431;
+      r.body = error_body("the request has more than " + std::to_string(cfg.max_header_fields) +
+                          " header fields (serve.max_header_fields)");
+      return refuse_header(std::move(r));
+    }
+    if (end) {
+      beast::error_code ec;
+      size_t used = 0;
+      while (used < end && !ec && !parser_->is_header_done())
+        used += parser_->put(asio::buffer(bytes + used, end - used), ec);
+      buffer_.consume(used);
+      in_header_ = false;
+      header_deadline_.cancel();
+      if (!ec && !parser_->is_header_done()) ec = http::error::partial_message;
+      return on_header(ec);
+    }
+    const size_t room = buffer_.max_size() - size;
+    if (room == 0) return refuse_header(TranslationService::header_too_large(cfg.max_header_bytes));
+    stream_.async_read_some(buffer_.prepare(std::min<size_t>(room, 16384)),
+                            [self = shared_from_this()](beast::error_code ec, std::size_t n) {
+                              if (self->state_ == State::closed) return;
+                              if (ec) return self->read_failed(ec, "header_timeout");
+                              self->buffer_.commit(n);
+                              self->scan_header();
+                            });
+  }
+
+  // A header refused before the parser saw it: answered, then the connection closes (its bytes are not read on).
+  void refuse_header(Reply r) {
+    in_header_ = false;
+    header_deadline_.cancel();
+    arrived_ = Clock::now();
+    keep_alive_ = false;
+    answer(std::move(r));
   }
 
   void on_header(beast::error_code ec) {
@@ -309,6 +448,12 @@ class Session : public std::enable_shared_from_this<Session> {
 
     const auto method = req.method();
     const bool get = method == http::verb::get || method == http::verb::head;
+    if (reserve_ && path == "/translate") {
+      if (server_.ordinary_open() >= server_.max_connections) return answer(server_.connections_full());
+      unlist();  // an ordinary place has come free since it connected: it takes it
+      reserve_ = false;
+      --server_.reserve_open;
+    }
     if (path == "/health") {
       return answer(get ? server_.service.health()
                         : TranslationService::method_not_allowed(std::string(req.method_string()), path,
@@ -464,7 +609,8 @@ class Session : public std::enable_shared_from_this<Session> {
     server_.active_since_trim = true;
     set_busy();
     const bool whole = parser_ && parser_->is_done();  // otherwise an unread body follows: no next request
-    const bool keep = whole && keep_alive_ && server_.accepting && served_ < server_.cfg.max_keep_alive_requests;
+    const bool keep = whole && keep_alive_ && !reserve_ && server_.accepting &&
+                      served_ < server_.cfg.max_keep_alive_requests;
     res_ = {};
     res_.version(11);
     res_.result(static_cast<unsigned>(r.status));
@@ -482,8 +628,24 @@ class Session : public std::enable_shared_from_this<Session> {
       if (self->state_ == State::closed) return;
       if (ec) return self->close(ec == beast::error::timeout ? "write_timeout" : "error");
       self->res_ = {};
-      if (keep) return self->read_request();
+      if (keep) return self->next_request(Clock::now() + seconds(self->server_.cfg.write_timeout_s));
       self->linger();
+    });
+  }
+
+  // A pipelined request is taken only once the previous answer has left the socket: a client that pipelines and
+  // does not read (issue 59: 10,000 of them delayed a fresh /health to 1,049 ms) gets no more answers than its
+  // receive window holds, instead of one per request it sent, each rendered by the event loop. It has until
+  // serve.write_timeout_s to make room.
+  void next_request(Clock::time_point until) {
+    int unsent = 0;
+    if (buffer_.size() == 0 || ioctl(stream_.socket().native_handle(), SIOCOUTQNSD, &unsent) != 0 || unsent == 0)
+      return read_request();
+    if (Clock::now() >= until) return close("write_timeout");
+    watch_.expires_after(kWatch);
+    watch_.async_wait([self = shared_from_this(), until](beast::error_code ec) {
+      if (ec || self->state_ == State::closed) return;
+      self->next_request(until);
     });
   }
 
@@ -511,9 +673,15 @@ class Session : public std::enable_shared_from_this<Session> {
   std::optional<http::request_parser<BudgetedBody>> parser_;
   http::response<http::string_body> res_;
   asio::steady_timer watch_;
+  asio::steady_timer header_deadline_;
+  const std::string address_;
+  bool reserve_;  // in the probe reserve: /health and /metrics only, then closed
   State state_ = State::reading;
-  std::list<Session*>::iterator place_;
+  std::list<Session*>::iterator place_, peer_place_;
   bool listed_ = false;
+  size_t header_scanned_ = 0, header_skipped_ = 0;  // bytes of the header looked at (in buffer_) and dropped
+  int header_fields_ = 0;
+  bool in_header_ = false;
   int served_ = 0;
   bool head_ = false, keep_alive_ = false, probed_ = false;
   Clock::time_point arrived_ = Clock::now();
@@ -546,33 +714,99 @@ void HttpServer::Impl::close_acceptor() {
   accept_retry.cancel();
 }
 
+namespace {
+
+std::string address_key(const tcp::socket& socket) {
+  beast::error_code ec;
+  const auto peer = socket.remote_endpoint(ec);
+  if (ec) return {};
+  const auto a = peer.address();
+  const auto bytes = a.is_v4() ? asio::ip::make_address_v6(asio::ip::v4_mapped, a.to_v4()).to_bytes()
+                               : a.to_v6().to_bytes();
+  return std::string(bytes.begin(), bytes.end());
+}
+
+std::string canned(const Reply& r) {
+  return "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
+         "Connection: close\r\nContent-Length: " +
+         std::to_string(r.body.size()) + "\r\n\r\n" + r.body;
+}
+
+}  // namespace
+
+void HttpServer::Impl::peer_opened(const std::string& address) {
+  Peer& p = peers[address];
+  if (p.open > 0) by_open.erase({p.open, address});
+  ++p.open;
+  by_open.insert({p.open, address});
+}
+
+void HttpServer::Impl::peer_closed(const std::string& address) {
+  auto it = peers.find(address);
+  if (it == peers.end()) return;
+  by_open.erase({it->second.open, address});
+  if (--it->second.open > 0) {
+    by_open.insert({it->second.open, address});
+  } else {
+    peers.erase(it);
+  }
+}
+
+// At the cap, the connection to close: the oldest waiting one of the address with the most connections, else the
+// oldest waiting one of any address. A flood from one address (issue 59: 38,500 connections/s) then pushes out
+// its own connections, and a client that waits between connecting and sending keeps its place.
+Session* HttpServer::Impl::victim() {
+  if (waiting.empty()) return nullptr;
+  if (!by_open.empty()) {
+    const auto& most = peers[by_open.rbegin()->second];
+    if (most.open > 1 && !most.waiting.empty()) return most.waiting.front();
+  }
+  return waiting.front();
+}
+
 void HttpServer::Impl::on_accept(tcp::socket socket) {
   if (!accepting) {
     beast::error_code ec;
     socket.close(ec);
     return;
   }
-  if (static_cast<int>(sessions.size()) >= max_connections) {
-    if (waiting.empty()) {
-      refuse(socket);
+  std::string address = address_key(socket);
+  if (cfg.max_connections_per_address > 0) {
+    const auto it = peers.find(address);
+    if (it != peers.end() && it->second.open >= cfg.max_connections_per_address) {
+      refuse(socket, refusal_address, "per_address");
       return;
     }
-    waiting.front()->close("evicted");
   }
-  std::make_shared<Session>(*this, std::move(socket))->start();
+  bool reserve = false;
+  if (ordinary_open() >= max_connections) {
+    if (Session* v = victim()) {
+      v->close("evicted");
+    } else if (reserve_open < kProbeReserve) {
+      reserve = true;  // every ordinary connection has a request in flight
+    } else if (!waiting_reserve.empty()) {
+      waiting_reserve.front()->close("evicted");
+      reserve = true;
+    } else {
+      refuse(socket, refusal, "refused");
+      return;
+    }
+  }
+  std::make_shared<Session>(*this, std::move(socket), std::move(address), reserve)->start();
 }
 
-// Every connection has a request in flight: this one is told so, without reading its request.
-void HttpServer::Impl::refuse(tcp::socket& socket) {
+// Told so without reading its request: every connection and the probe reserve have a request in flight, or its
+// address has its limit of connections.
+void HttpServer::Impl::refuse(tcp::socket& socket, const std::string& answer, const char* reason) {
   const int fd = socket.native_handle();
-  if (send(fd, refusal.data(), refusal.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
+  if (send(fd, answer.data(), answer.size(), MSG_NOSIGNAL | MSG_DONTWAIT) < 0) {
     // Nothing to do: the connection is closed either way.
   }
   beast::error_code ec;
   socket.shutdown(tcp::socket::shutdown_send, ec);
   socket.close(ec);
   service.connection_opened();
-  service.connection_closed("refused");
+  service.connection_closed(reason);
 }
 
 // The heap keeps freed memory (glibc's is told to, for decoding speed: runtime::tune_process; tcmalloc keeps its
@@ -600,18 +834,16 @@ HttpServer::HttpServer(TranslationService& service, const ServeConfig& cfg)
     getrlimit(RLIMIT_NOFILE, &lim);
   }
   impl_->max_connections = cfg.max_connections;
-  const auto fit = static_cast<long long>(lim.rlim_cur) - kReservedDescriptors;
+  const auto fit = static_cast<long long>(lim.rlim_cur) - kReservedDescriptors - kProbeReserve;
   if (lim.rlim_cur != RLIM_INFINITY && fit < impl_->max_connections) {
     impl_->max_connections = static_cast<int>(std::max<long long>(1, fit));
     spdlog::warn("serve.max_connections lowered from {} to {}: the file-descriptor limit is {} (ulimit -n)",
                  cfg.max_connections, impl_->max_connections, static_cast<long long>(lim.rlim_cur));
   }
-  Reply busy = TranslationService::overloaded(
-      "the server has its limit of " + std::to_string(impl_->max_connections) +
-      " connections open, each with a request in flight (serve.max_connections); retry later");
-  impl_->refusal = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"
-                   "Connection: close\r\nContent-Length: " +
-                   std::to_string(busy.body.size()) + "\r\n\r\n" + busy.body;
+  impl_->refusal = canned(impl_->connections_full());
+  impl_->refusal_address = canned(TranslationService::overloaded(
+      "your address has its limit of " + std::to_string(cfg.max_connections_per_address) +
+      " connections open (serve.max_connections_per_address); retry later"));
 }
 
 HttpServer::~HttpServer() { stop(); }
@@ -658,7 +890,17 @@ void HttpServer::stop_accepting() {
   asio::post(i.io, [&i] {
     i.accepting = false;
     std::vector<Session*> idle(i.waiting.begin(), i.waiting.end());
+    idle.insert(idle.end(), i.waiting_reserve.begin(), i.waiting_reserve.end());
     for (Session* s : idle) s->close("stopping");
+  });
+}
+
+void HttpServer::fail_in_flight() {
+  auto& i = *impl_;
+  if (!i.loop.joinable()) return;
+  asio::post(i.io, [&i] {
+    std::vector<Session*> all(i.sessions.begin(), i.sessions.end());
+    for (Session* s : all) s->fail_in_flight();
   });
 }
 

@@ -7,16 +7,21 @@
 //
 // What a client cannot do (issue 36), each bounded by a `serve` key:
 //   - hold the server with connections: serve.max_connections are open at most, and a new one beyond closes
-//     the one that has waited longest without a request in flight (503 only when all have one);
+//     the one that has waited longest without a request in flight, of the address with the most connections
+//     (issue 59); when all have one, up to 16 more may ask /health or /metrics (a load balancer's probe), and
+//     beyond those it gets 503; serve.max_connections_per_address from one address (503 beyond);
 //   - send slowly or not at all: serve.header_timeout_s for the headers (from the connection's start or its
-//     previous answer), serve.body_timeout_s for the body, serve.write_timeout_s for reading the answer;
-//   - send much: serve.max_header_bytes (431), serve.max_request_bytes for the decoded body whatever its
+//     previous answer; a timer of its own, which bytes that keep coming do not put off), serve.body_timeout_s
+//     for the body, serve.write_timeout_s for reading the answer;
+//   - send much: serve.max_header_bytes and serve.max_header_fields, counted across reads (431),
+//     serve.max_request_bytes for the decoded body whatever its
 //     transfer encoding (413; compressed bodies are refused with 415), serve.max_buffered_bytes for all bodies
 //     being received together (503);
 //   - keep the server from stopping: stop_accepting() closes every connection without a request in flight.
-// Pipelined requests are answered in order, one at a time. A client that half-closes after its request is
-// answered; one that closes entirely has its waiting sentences dropped (told apart by an interim
-// "100 Continue", which a half-closed client reads and a closed socket answers with a reset).
+// Pipelined requests are answered in order, one at a time, the next taken once the previous answer has left the
+// socket (a client that pipelines and never reads costs one answer, not one per request). A client that
+// half-closes after its request is answered; one that closes entirely has its waiting sentences dropped (told
+// apart by an interim "100 Continue", which a half-closed client reads and a closed socket answers with a reset).
 #include <chrono>
 #include <memory>
 #include <string>
@@ -41,6 +46,8 @@ class HttpServer {
   // Stops accepting and closes every connection without a request in flight; those with one are answered
   // (with Connection: close) and then closed.
   void stop_accepting();
+  // Answers 503 (Connection: close) every request still waiting for its translation: the drain is cut short.
+  void fail_in_flight();
   // Waits until no connection is open, at most `limit`; true if none is.
   bool wait_closed(std::chrono::duration<double> limit);
   // Closes every connection, answered or not, and stops the threads.

@@ -88,6 +88,17 @@ const config::SectionSchema<ServeConfig>& ServeConfig::schema() {
           "When not empty, POST /translate and GET /metrics need the header \"Authorization: Bearer <api_key>\" "
           "(compared in constant time; 401 without it); GET /health stays open for load balancers. Give it in "
           "a config file rather than with --set, which other users can read in the process list.");
+    s.add("max_header_fields", &ServeConfig::max_header_fields,
+          "Most header fields in one request (431 beyond), counted with serve.max_header_bytes across every read "
+          "of the header, so that neither holds however the client splits its bytes.",
+          at_least(8)).flag("--max-header-fields");
+    s.add("max_connections_per_address", &ServeConfig::max_connections_per_address,
+          "Open connections from one client address at most; a new one beyond is answered 503 with Retry-After "
+          "and closed. 0 = no limit. Behind a reverse proxy every client has the proxy's address: set it above "
+          "the proxy's connections to parla-serve, or 0. At serve.max_connections the connection closed to make "
+          "room is the oldest waiting one of the address with the most connections, so one address's flood "
+          "pushes out its own connections, not other clients'.",
+          at_least(0)).flag("--max-connections-per-address");
     return s;
   }();
   return s;

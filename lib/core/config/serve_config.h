@@ -32,6 +32,9 @@ struct ServeConfig {
   double write_timeout_s = 30;     // to write an answer (a client that does not read it is dropped)
   int max_keep_alive_requests = 1000;  // requests on one connection before the server closes it
   std::string api_key;             // when set: requests must carry "Authorization: Bearer <api_key>" (401 without)
+  // Hostile clients, round three (issue 59): header fields and connections per client address.
+  int max_header_fields = 100;     // header fields per request (431 beyond), counted across every read
+  int max_connections_per_address = 1024;  // open connections from one client address; 0 = no limit
 
   static const config::SectionSchema<ServeConfig>& schema();
 };
