@@ -2,10 +2,13 @@
 // batches the sentences of concurrent requests together. Its flags are the `serve` keys, the search keys of
 // `decoding` and the `runtime` keys (docs/CONFIG.md); the work is lib/serve (HTTP, queue, batching) and
 // parla::decode::Translator (the same search as parla-translate, so answers are byte-identical).
+#include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <thread>
 
 #include <CLI/CLI.hpp>
@@ -55,7 +58,8 @@ int parla_serve_main(int argc, char** argv) {
                "without). TLS is not built in: put a reverse proxy in front (docs/SERVING.md: a tested nginx "
                "config).\n"
                "SIGTERM or SIGINT: stop accepting, close idle connections, finish requests in flight within "
-               "serve.drain_timeout_s, exit 0 (always within that plus a second).\n"
+               "serve.drain_timeout_s, exit 0 (always within that plus a second). A second signal answers the "
+               "requests still in flight 503 and exits 0 within a second.\n"
                "Example: parla-serve -m model.pt --port 8080 &  curl -d '{\"text\":\"Hallo Welt\"}' "
                "localhost:8080/translate",
                "parla-serve");
@@ -125,23 +129,53 @@ int parla_serve_main(int argc, char** argv) {
                  config.serve.batch_size, config.serve.max_wait_ms);
 
     const int signo = stop_signals.wait();
-    spdlog::info("signal {}: stopping; requests in flight have {} s to finish", signo,
+    spdlog::info("signal {}: stopping; requests in flight have {} s to finish (a second signal: 503 now)", signo,
                  config.serve.drain_timeout_s);
-    // Whatever clients and the decoder do, the process ends within the drain timeout plus a second: a batch being
-    // decoded cannot be interrupted, so if one still runs then, the process exits without waiting for it (its
-    // clients were answered 503 or disconnected by then).
+    // Whatever clients and the decoder do, the process ends within the drain timeout plus a second, or a second
+    // after a second signal: a batch being decoded cannot be interrupted, so if one still runs then, the process
+    // exits without waiting for it (its clients were answered 503 by then).
+    struct Deadline {
+      std::mutex mutex;
+      std::condition_variable changed;
+      std::chrono::steady_clock::time_point exit_at;
+      bool hurry = false;
+    };
+    auto deadline = std::make_shared<Deadline>();
     const auto drain = std::chrono::duration<double>(config.serve.drain_timeout_s);
-    std::thread([drain] {
-      std::this_thread::sleep_for(drain + std::chrono::milliseconds(900));
-      spdlog::warn("still stopping after the drain timeout: exiting now");
+    deadline->exit_at = std::chrono::steady_clock::now() +
+                        std::chrono::duration_cast<std::chrono::steady_clock::duration>(drain) +
+                        std::chrono::milliseconds(900);
+    std::thread([deadline] {
+      std::unique_lock<std::mutex> lock(deadline->mutex);
+      while (std::chrono::steady_clock::now() < deadline->exit_at)
+        deadline->changed.wait_until(lock, deadline->exit_at);
+      spdlog::warn("still stopping after the drain: exiting now");
       spdlog::default_logger()->flush();
       std::_Exit(0);
     }).detach();
+    // The signals stay blocked: a second one cuts the drain short instead of killing the process with requests
+    // unanswered; later ones change nothing.
+    std::thread([deadline, signals = stop_signals]() mutable {
+      const int again = signals.wait();
+      spdlog::warn("signal {} again: answering requests in flight with 503 and exiting", again);
+      std::lock_guard<std::mutex> lock(deadline->mutex);
+      deadline->hurry = true;
+      deadline->exit_at = std::min(deadline->exit_at, std::chrono::steady_clock::now() + std::chrono::seconds(1));
+      deadline->changed.notify_all();
+    }).detach();
     service.stop_accepting();
     http.stop_accepting();  // connections without a request in flight are closed now
-    if (!http.wait_closed(drain)) {
-      spdlog::warn("drain timeout: sentences still waiting are answered 503");
+    const auto drain_end = std::chrono::steady_clock::now() + drain;
+    bool closed = false;
+    for (;;) {
+      closed = http.wait_closed(std::chrono::milliseconds(20));
+      std::lock_guard<std::mutex> lock(deadline->mutex);
+      if (closed || deadline->hurry || std::chrono::steady_clock::now() >= drain_end) break;
+    }
+    if (!closed) {
+      spdlog::warn("drain cut short (timeout or second signal): requests in flight are answered 503");
       service.fail_waiting();
+      http.fail_in_flight();  // also those whose sentences are in the batch being decoded
       http.wait_closed(std::chrono::milliseconds(300));
     }
     http.stop();

@@ -27,7 +27,6 @@ int StopSignals::wait() {
   int signo = 0;
   while (sigwait(&set, &signo) != 0) {
   }
-  pthread_sigmask(SIG_UNBLOCK, &set, nullptr);
   return signo;
 }
 
