@@ -23,6 +23,7 @@ The fast subset runs in CTest (tests/serve/test_serve_hostile_clients.cpp, --qui
 docs/BENCHMARKS.md.
 """
 import argparse
+import collections
 import gzip
 import json
 import multiprocessing
@@ -670,7 +671,7 @@ def attack_busy_cap(server, args):
 def flood(port, sources, seconds, hold, stop_at, rate):
     """Connects from `sources` in turn as fast as it can (at most `rate` a second if > 0), keeping at most `hold`
     open (oldest closed first)."""
-    socks = []
+    socks = collections.deque()
     i = 0
     start = time.monotonic()
     end = start + seconds
@@ -689,7 +690,7 @@ def flood(port, sources, seconds, hold, stop_at, rate):
             s.close()
         i += 1
         if len(socks) > hold:
-            socks.pop(0).close()
+            socks.popleft().close()
     stop_at.value = i
     for s in socks:
         s.close()
