@@ -702,7 +702,7 @@ def attack_address_flood(server, args):
     lost 15 of 30 to resets). A keep-alive client on 127.0.0.3 (a request every 0.5 s) and clients on 127.0.0.4
     that wait 0.5 s between connect and request must lose nothing; the flood is held to
     serve.max_connections_per_address and, at serve.max_connections, pushes out its own connections."""
-    seconds = max(args.seconds, 4)
+    seconds = max(args.seconds, 3)
     sources = [f"127.0.0.{5 + k}" for k in range(args.flood_addresses)]
     count = multiprocessing.Value("q", 0)
     flooder = multiprocessing.Process(target=flood, args=(server.port, sources, seconds, 20000, count, args.flood_rate), daemon=True)
