@@ -817,8 +817,14 @@ def attack_pipeline_no_read(server, args):
     time.sleep(args.seconds)
     for s in socks:
         s.close()
-    return (f"{len(socks)} clients ({failed} could not connect) pipelining 200 GET /metrics each, never reading, "
-            f"held {args.seconds:g} s"), []
+    # The server must notice that they are gone (a reset), not keep them until serve.write_timeout_s.
+    time.sleep(1.0)
+    _, text, _ = request(server.port, "GET", "/metrics")
+    m = re.search(rb"^parla_connections (\d+)", text, re.M)
+    still = int(m.group(1)) if m else None
+    what = (f"{len(socks)} clients ({failed} could not connect) pipelining 200 GET /metrics each, never reading, "
+            f"held {args.seconds:g} s; 1 s after they closed, {still} connections open")
+    return what, [] if still is not None and still <= 10 else ["the server kept the closed clients' connections"]
 
 
 ATTACK_FNS = {
