@@ -27,7 +27,6 @@
 #include <cstring>
 #include <future>
 #include <list>
-#include <map>
 #include <mutex>
 #include <optional>
 #include <set>
