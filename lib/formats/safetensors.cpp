@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "core/bounded_json.h"
 #include "core/error.h"
 
 namespace parla::formats {
@@ -65,20 +65,13 @@ SafetensorsHeader parse_safetensors(const uint8_t* bytes, size_t size) {
   if (n < 2 || bytes[8] != '{') throw DataError("not a safetensors file (the header does not start with '{')");
 
   // The header nests three deep at most (top object, a tensor's object, its shape); anything deeper is refused
-  // while parsing, before a deep value exists. Duplicate tensor names are refused rather than silently merged.
-  std::set<std::string> names;
-  auto guard = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    if (depth > 3) throw DataError("safetensors header nests deeper than its format allows");
-    if (event == nlohmann::json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second)
-      throw DataError("safetensors header names " + excerpt(parsed.get<std::string>()) + " twice");
-    return true;
-  };
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(bytes + 8, bytes + 8 + n, guard);
-  } catch (const nlohmann::json::exception& e) {
-    throw DataError(std::string("safetensors header is not valid JSON (") + e.what() + ")");
-  }
+  // while parsing, before a deep value exists, in time linear in the header (core/bounded_json.h). A name given twice
+  // is refused rather than silently merged: a tensor name, or a key of a tensor's entry.
+  JsonLimits limits;
+  limits.max_depth = 3;
+  limits.refuse_duplicate_keys = true;
+  const nlohmann::json j =
+      parse_bounded_json(std::string_view(reinterpret_cast<const char*>(bytes) + 8, n), limits, "safetensors header");
   if (!j.is_object()) throw DataError("safetensors header is not a JSON object");
 
   SafetensorsHeader h;

@@ -1,0 +1,53 @@
+#pragma once
+// The one JSON parse for text that a file or a client brings: bounded in nesting, in linear time, and refusing
+// what nlohmann's plain parse would quietly accept.
+//
+// Why not nlohmann::json::parse: without a callback it has no depth bound (a value nested 150,000 deep overflows the
+// stack later, in a copy, a dump or a recursive walk); with a callback it is quadratic, because its
+// json_sax_dom_callback_parser::end_object/end_array scan the parent container for discarded values each time a
+// child ends (50,000 sibling objects: seconds). Here a SAX handler builds the value itself and refuses a container
+// deeper than the limit as it opens, so no deep value ever exists. It lives in core/ so that serve/ (core and text
+// only, docs/ARCHITECTURE.md) and formats/ both use it.
+#include <cstddef>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "core/error.h"
+
+namespace parla {
+
+struct JsonLimits {
+  // The most arrays and objects open at once: 1 allows {"a": 1} but not {"a": []}.
+  int max_depth = 64;
+  // Refuse an object that names a key twice (nlohmann keeps the last one silently).
+  bool refuse_duplicate_keys = false;
+  // Accept /* */ and // comments (parla's own config files).
+  bool allow_comments = false;
+};
+
+// Why a parse failed, for callers (parla-serve) that answer each differently.
+enum class JsonErrorKind { kInvalid, kTooDeep, kDuplicateKey };
+
+// A DataError "WHAT: REASON" whose message names the source given to parse_bounded_json. detail() is the parser's
+// own words where the text is not JSON ("at line 1, column 9: ..."), for a caller that words its own message.
+class JsonError : public DataError {
+ public:
+  JsonError(JsonErrorKind kind, const std::string& what, const std::string& reason, std::string detail = {})
+      : DataError(what + ": " + reason), kind_(kind), detail_(detail.empty() ? reason : std::move(detail)) {}
+  JsonErrorKind kind() const { return kind_; }
+  const std::string& detail() const { return detail_; }
+
+ private:
+  JsonErrorKind kind_;
+  std::string detail_;
+};
+
+// `text` parsed as one JSON value; JsonError "WHAT: ..." when it is not JSON (a NUL byte anywhere included: nlohmann
+// stops at one and ignores what follows), nests deeper than `limits.max_depth`, or repeats a key where refused.
+// Time and memory are linear in the text's size.
+nlohmann::json parse_bounded_json(std::string_view text, const JsonLimits& limits, const std::string& what);
+
+}  // namespace parla
