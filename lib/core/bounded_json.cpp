@@ -52,6 +52,9 @@ class BoundedBuilder {
 
   template <typename Value>
   json* place(Value&& v) {
+    if (limits_.max_values && ++values_ > limits_.max_values)
+      throw JsonError(JsonErrorKind::kTooManyValues, what_,
+                      "more than " + std::to_string(limits_.max_values) + " JSON values");
     if (open_.empty()) {
       root_ = json(std::forward<Value>(v));
       return &root_;
@@ -89,6 +92,7 @@ class BoundedBuilder {
   const std::string& what_;
   std::vector<json*> open_;
   json* slot_ = nullptr;
+  size_t values_ = 0;
 };
 
 }  // namespace

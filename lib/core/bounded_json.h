@@ -26,10 +26,13 @@ struct JsonLimits {
   bool refuse_duplicate_keys = false;
   // Accept /* */ and // comments (parla's own config files).
   bool allow_comments = false;
+  // The most values (scalars, arrays and objects, keys not counted), 0 for no bound: a parsed value costs 16 bytes
+  // and more, so "[{},{},...]" would take about 30 times its text.
+  size_t max_values = 0;
 };
 
 // Why a parse failed, for callers (parla-serve) that answer each differently.
-enum class JsonErrorKind { kInvalid, kTooDeep, kDuplicateKey };
+enum class JsonErrorKind { kInvalid, kTooDeep, kDuplicateKey, kTooManyValues };
 
 // A DataError "WHAT: REASON" whose message names the source given to parse_bounded_json. detail() is the parser's
 // own words where the text is not JSON ("at line 1, column 9: ..."), for a caller that words its own message.
@@ -46,7 +49,8 @@ class JsonError : public DataError {
 };
 
 // `text` parsed as one JSON value; JsonError "WHAT: ..." when it is not JSON (a NUL byte anywhere included: nlohmann
-// stops at one and ignores what follows), nests deeper than `limits.max_depth`, or repeats a key where refused.
+// stops at one and ignores what follows), nests deeper than `limits.max_depth`, repeats a key where refused, or
+// holds more than `limits.max_values`.
 // Time and memory are linear in the text's size.
 nlohmann::json parse_bounded_json(std::string_view text, const JsonLimits& limits, const std::string& what);
 

@@ -60,11 +60,17 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
   try {
     // The depth is bounded as the parser goes, in time linear in the body (core/bounded_json.h), so no later step,
     // and no destructor, meets a deeper value than kMaxJsonDepth.
-    JsonLimits limits;
-    limits.max_depth = kMaxJsonDepth;
-    j = parse_bounded_json(body, limits, "the request body");
+    JsonLimits json_limits;
+    json_limits.max_depth = kMaxJsonDepth;
+    // A request holds one value per sentence and a few more; the bound keeps "[{},{},...]" (about 30 bytes of
+    // memory per byte of body) from being built at all.
+    json_limits.max_values = limits.max_sentences + 16;
+    j = parse_bounded_json(body, json_limits, "the request body");
   } catch (const JsonError& e) {
-    if (e.kind() == JsonErrorKind::kTooDeep) {
+    if (e.kind() == JsonErrorKind::kTooManyValues) {
+      error = {413, "the request body holds more values than the limit of " + std::to_string(limits.max_sentences) +
+                        " sentences per request (serve.max_sentences) allows"};
+    } else if (e.kind() == JsonErrorKind::kTooDeep) {
       error = bad("the request body nests arrays or objects deeper than " + std::to_string(kMaxJsonDepth) +
                   " levels (a request has two)");
     } else {

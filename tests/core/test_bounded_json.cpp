@@ -124,3 +124,14 @@ TEST_CASE("the bounded JSON parse takes time linear in the number of sibling obj
   CHECK(t_large < 24 * t_small);
   CHECK(parse_bounded_json(large, {}, "t.json").size() == 50000);
 }
+
+TEST_CASE("the bounded JSON parse refuses more values than its bound, counting scalars and containers") {
+  JsonLimits limits;
+  limits.max_values = 5;  // [1, {}, [], "a"] is five values
+  CHECK(parse_bounded_json(R"([1, {}, [], "a"])", limits, "t.json") == json::parse(R"([1, {}, [], "a"])"));
+  CHECK(parse_bounded_json(R"({"k": 1, "l": {"m": 2}})", limits, "t.json").size() == 2);
+  CHECK(kind_of(R"([1, {}, [], "a", null])", limits) == JsonErrorKind::kTooManyValues);
+  std::string many = "[0";
+  for (int i = 0; i < 1000; ++i) many += ",0";
+  CHECK_THROWS_WITH(parse_bounded_json(many + "]", limits, "t.json"), Contains("t.json: more than 5 JSON values"));
+}
