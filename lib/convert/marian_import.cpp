@@ -164,7 +164,10 @@ ImportedModel read_marian(const std::string& dir) {
       throw DataError(decoder_path + ": vocabulary '" + v + "' is not a .vocab.yml; parla imports Marian models "
                       "whose vocabularies are YAML piece tables (OPUS-MT's)");
 
+  // Every file decoder.yml names is checked before any is opened.
   const std::string npz = path_in(dir, model_name, decoder_path, "models");
+  const std::string src_path = path_in(dir, vocab_names[0], decoder_path, "vocabs"),
+                    tgt_path = path_in(dir, vocab_names[1], decoder_path, "vocabs");
   Arrays a(npz);
   // Marian's options are a few KB; yaml-cpp's tree of a large one would cost about 60 times its size.
   const std::string options = a.text("special:model.yml");
@@ -221,8 +224,6 @@ ImportedModel read_marian(const std::string& dir) {
   cfg.tie_output = tied_all || o.get<bool>("tied-embeddings", false);
 
   // Vocabularies, each with <pad> appended (Marian has none; its start is a zero vector).
-  const std::string src_path = path_in(dir, vocab_names[0], decoder_path, "vocabs"),
-                    tgt_path = path_in(dir, vocab_names[1], decoder_path, "vocabs");
   auto src_vocab = read_marian_vocab(src_path);
   auto tgt_vocab = src_path == tgt_path ? src_vocab : read_marian_vocab(tgt_path);
   if (cfg.share_embeddings && src_vocab != tgt_vocab)

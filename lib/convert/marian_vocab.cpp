@@ -61,8 +61,9 @@ std::string double_quoted(std::string_view line, size_t& i) {
       case 'r': out += '\r'; break;
       case 'e': out += '\x1b'; break;
       case ' ': case '"': case '/': case '\\': out += e; break;
-      case 'N': append_utf8(out, 0x85); break;
-      case '_': append_utf8(out, 0xA0); break;
+      // yaml-cpp (and so Marian) reads these two as the code's single byte, not as UTF-8; read as Marian does.
+      case 'N': out += '\x85'; break;
+      case '_': out += '\xA0'; break;
       case 'L': append_utf8(out, 0x2028); break;
       case 'P': append_utf8(out, 0x2029); break;
       case 'x': hex = 2; break;
@@ -112,7 +113,7 @@ std::string plain(std::string_view line, size_t& i) {
   const char c = line[0];
   const bool indicator_alone = (c == '-' || c == '?' || c == ':') && (line.size() == 1 || blank(line[1]));
   if (std::string_view("[]{},#&*!|>%@`").find(c) != std::string_view::npos || indicator_alone ||
-      line.substr(0, 3) == "---" || line.substr(0, 3) == "...")
+      ((line.substr(0, 3) == "---" || line.substr(0, 3) == "...") && (line.size() == 3 || blank(line[3]))))
     throw LineError("not a 'piece: id' entry");
   size_t colon = 0;
   for (;;) {
