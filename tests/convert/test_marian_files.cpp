@@ -143,3 +143,18 @@ TEST_CASE("config.json counts out of an int's range are refused naming the key, 
                         Contains(config) && Contains(std::string("'") + key + "'") && Contains("out of range"));
     }
 }
+
+TEST_CASE("a decoder.yml nested 200,000 deep is one error naming it, not a stack overflow") {
+  // yaml-cpp's parser recurses per level; since 0.7 it stops at 2,000 (DeepRecursion). This holds parla to that.
+  TempDir dir("marian-deep-yaml");
+  const std::string folder = dir.file("m");
+  fs::create_directories(folder);
+  const std::string decoder_path = folder + "/decoder.yml";
+  const int n = 200000;
+  std::string compact = "models:\n";
+  for (int i = 0; i < n; ++i) compact += "- ";  // a block sequence of sequences
+  for (const std::string& body : {"models: " + std::string(n, '[') + std::string(n, ']') + "\n", compact + "x\n"}) {
+    std::ofstream(decoder_path) << body;
+    CHECK_THROWS_WITH(parla::convert::read_marian(folder), Contains(decoder_path) && Contains("not valid YAML"));
+  }
+}
