@@ -3,8 +3,12 @@
 // sibling objects ({"texts": [{}, {}, ...]}, through parla-serve's parse_translate_request) and a safetensors-like
 // header of N tensor entries. Prints CPU seconds and the peak RSS for 1, 10 and 100 MB. The callback parse runs on
 // the sizes up to --old-mb only (1 MB: about half a minute).
-//   bench_json_parse [--old-mb 1]
+// With --vocab-yml-mb N it instead writes a Marian vocab.yml of N MB (one "piece: id" per line) and reads it in a
+// child process each way, parla's line reader and yaml-cpp's tree (the old reading), printing each one's peak RSS.
+//   bench_json_parse [--old-mb 1] [--vocab-yml-mb 68]
 #include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstring>
@@ -12,6 +16,9 @@
 #include <string>
 
 #include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "convert/marian_import.h"
 
 #include "core/bounded_json.h"
 #include "serve/translate_request.h"
@@ -48,12 +55,49 @@ double old_parse(const std::string& text) {
   return cpu_seconds() - t0;
 }
 
+// Peak RSS (MB) and CPU seconds of `read` in a child; -1 when it failed.
+template <typename Read>
+void in_child(const char* what, Read read) {
+  std::fflush(stdout);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const double t0 = cpu_seconds();
+    try {
+      const size_t n = read();
+      std::printf("%-12s %10zu pieces %8.2f s %10.0f MB peak\n", what, n, cpu_seconds() - t0, peak_rss_mb());
+    } catch (const std::exception& e) {
+      std::printf("%-12s failed: %.150s\n", what, e.what());
+    }
+    std::fflush(stdout);
+    _exit(0);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+}
+
+int vocab_yml(double mb) {
+  const std::string path = "/tmp/bench_json_parse_vocab.yml";
+  {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    size_t bytes = 0;
+    for (size_t id = 0; bytes < mb * (1 << 20); ++id) bytes += std::fprintf(f, "\xE2\x96\x81p%zu: %zu\n", id, id);
+    std::fclose(f);
+  }
+  std::printf("vocab.yml of %.0f MB\n", mb);
+  in_child("line reader", [&] { return parla::convert::read_marian_vocab(path).size(); });
+  in_child("yaml-cpp", [&] { return YAML::LoadFile(path).size(); });
+  std::remove(path.c_str());
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   double old_mb = 1;
-  for (int i = 1; i + 1 < argc; i += 2)
+  for (int i = 1; i + 1 < argc; i += 2) {
     if (!std::strcmp(argv[i], "--old-mb")) old_mb = std::atof(argv[i + 1]);
+    if (!std::strcmp(argv[i], "--vocab-yml-mb")) return vocab_yml(std::atof(argv[i + 1]));
+  }
   std::printf("%-9s %6s %12s %12s %10s\n", "shape", "MB", "bounded s", "callback s", "peak MB");
   for (const size_t mb : {1, 10, 100}) {
     const std::string body = request_of(mb << 20);
