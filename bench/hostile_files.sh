@@ -90,7 +90,8 @@ open(os.path.join(d, "hf-deep", "config.json"), "w").write('{"a":' * 100000 + "1
 os.makedirs(os.path.join(d, "hf-layers"))
 json.dump({"model_type": "marian", "d_model": 8, "encoder_attention_heads": 2, "decoder_attention_heads": 2,
            "encoder_ffn_dim": 16, "decoder_ffn_dim": 16, "activation_function": "swish",
-           "encoder_layers": 4294967298, "decoder_layers": 1}, open(os.path.join(d, "hf-layers", "config.json"), "w"))
+           "encoder_layers": 4294967298, "decoder_layers": 1, "max_position_embeddings": 512},
+          open(os.path.join(d, "hf-layers", "config.json"), "w"))
 m = os.path.join(d, "marian")
 os.makedirs(m)
 open(os.path.join(d, "outside.npz"), "w").write("x")

@@ -75,7 +75,10 @@ std::string double_quoted(std::string_view line, size_t& i) {
       uint32_t c = 0;
       for (int k = 0; k < hex; ++k, ++i) {
         const char h = i < line.size() ? line[i] : ' ';
-        const int v = h >= '0' && h <= '9' ? h - '0' : h >= 'a' && h <= 'f' ? h - 'a' + 10 : h >= 'A' && h <= 'F' ? h - 'A' + 10 : -1;
+        const int v = h >= '0' && h <= '9'   ? h - '0'
+                      : h >= 'a' && h <= 'f' ? h - 'a' + 10
+                      : h >= 'A' && h <= 'F' ? h - 'A' + 10
+                                             : -1;
         if (v < 0) throw LineError("a \\x, \\u or \\U escape without its hex digits");
         c = c * 16 + static_cast<uint32_t>(v);
       }

@@ -133,7 +133,8 @@ TEST_CASE("config.json counts out of an int's range are refused naming the key, 
   std::ifstream in(config);
   const auto original = nlohmann::json::parse(in);
   for (const char* key : {"encoder_layers", "decoder_layers", "d_model", "encoder_ffn_dim", "max_position_embeddings"})
-    for (const auto& value : {nlohmann::json(4294967298LL), nlohmann::json(0), nlohmann::json(18446744073709551615ULL)}) {
+    for (const auto& value :
+         {nlohmann::json(4294967298LL), nlohmann::json(0), nlohmann::json(18446744073709551615ULL)}) {
       INFO(key << " = " << value.dump());
       auto j = original;
       j[key] = value;

@@ -93,7 +93,8 @@ TEST_CASE("the bounded JSON parse refuses repeated keys where asked, at any dept
   CHECK_NOTHROW(parse_bounded_json(R"({"a": {"a": 1}, "b": {"a": 2}})", limits, "t.json"));
   CHECK(kind_of(R"({"a": 1, "b": 2, "a": 3})", limits) == JsonErrorKind::kDuplicateKey);
   CHECK(kind_of(R"({"a": {"x": 1, "x": 1}})", limits) == JsonErrorKind::kDuplicateKey);
-  CHECK_THROWS_WITH(parse_bounded_json(R"({"w": 1, "w": 2})", limits, "h.json"), Contains("h.json") && Contains("\"w\""));
+  CHECK_THROWS_WITH(parse_bounded_json(R"({"w": 1, "w": 2})", limits, "h.json"),
+                    Contains("h.json") && Contains("\"w\""));
 }
 
 TEST_CASE("the bounded JSON parse refuses what is not one JSON value, a NUL byte and what follows it included") {

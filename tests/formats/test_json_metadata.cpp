@@ -78,7 +78,8 @@ TEST_CASE("a safetensors header parses in time linear in its tensors") {
 }
 
 TEST_CASE("a safetensors tensor entry that names a key twice is refused") {
-  const std::string file = with_length(R"({"a": {"dtype": "F32", "dtype": "I8", "shape": [0], "data_offsets": [0, 0]}})");
+  const std::string file =
+      with_length(R"({"a": {"dtype": "F32", "dtype": "I8", "shape": [0], "data_offsets": [0, 0]}})");
   CHECK_THROWS_WITH(parla::formats::parse_safetensors(reinterpret_cast<const uint8_t*>(file.data()), file.size()),
                     Contains("safetensors header") && Contains("\"dtype\" twice"));
 }
