@@ -1,6 +1,7 @@
 #include "core/bounded_json.h"
 
 #include <cstring>
+#include <functional>
 #include <vector>
 
 namespace parla {
@@ -13,8 +14,8 @@ using json = nlohmann::json;
 // as each container opens or each key arrives.
 class BoundedBuilder {
  public:
-  BoundedBuilder(json& root, const JsonLimits& limits, const std::string& what)
-      : root_(root), limits_(limits), what_(what) {}
+  BoundedBuilder(json& root, const JsonLimits& limits, const std::string& what, const JsonMemberHandler* members = nullptr)
+      : root_(root), limits_(limits), what_(what), members_(members) {}
 
   bool null() { return add(nullptr); }
   bool boolean(bool v) { return add(v); }
@@ -30,6 +31,11 @@ class BoundedBuilder {
   bool end_array() { return close(); }
 
   bool key(json::string_t& k) {
+    if (members_ && open_.size() == 1) {  // a member of the top object: built on its own, handed over, dropped
+      member_key_ = std::move(k);
+      slot_ = &member_;
+      return true;
+    }
     json& object = *open_.back();
     if (limits_.refuse_duplicate_keys && object.contains(k))
       throw JsonError(JsonErrorKind::kDuplicateKey, what_, "an object names the key " + quoted(k) + " twice");
@@ -68,9 +74,18 @@ class BoundedBuilder {
     return slot_;
   }
 
+  // The member of the top object just completed, when members are handed over.
+  void hand_over_member() {
+    if (members_ && open_.size() == 1 && root_.is_object()) {
+      (*members_)(member_key_, member_);
+      member_ = json();
+    }
+  }
+
   template <typename Value>
   bool add(Value&& v) {
     place(std::forward<Value>(v));
+    hand_over_member();
     return true;
   }
 
@@ -84,6 +99,7 @@ class BoundedBuilder {
 
   bool close() {
     open_.pop_back();
+    hand_over_member();
     return true;
   }
 
@@ -93,25 +109,44 @@ class BoundedBuilder {
   std::vector<json*> open_;
   json* slot_ = nullptr;
   size_t values_ = 0;
+  const JsonMemberHandler* members_;
+  std::string member_key_;
+  json member_;
 };
 
 }  // namespace
 
-json parse_bounded_json(std::string_view text, const JsonLimits& limits, const std::string& what) {
+namespace {
+
+void refuse_nul(std::string_view text, const std::string& what) {
   // nlohmann's lexer takes a NUL byte for the end of the input, so "{}\0garbage" would parse as {}. Raw NUL is never
   // valid JSON (inside a string it must be escaped).
-  if (const void* nul = std::memchr(text.data(), '\0', text.size()))
-  {
-    const std::string detail =
-        "a NUL byte at offset " + std::to_string(static_cast<const char*>(nul) - text.data());
-    throw JsonError(JsonErrorKind::kInvalid, what, "not valid JSON (" + detail + ")", detail);
-  }
+  const void* nul = std::memchr(text.data(), '\0', text.size());
+  if (!nul) return;
+  const std::string detail = "a NUL byte at offset " + std::to_string(static_cast<const char*>(nul) - text.data());
+  throw JsonError(JsonErrorKind::kInvalid, what, "not valid JSON (" + detail + ")", detail);
+}
+
+}  // namespace
+
+json parse_bounded_json(std::string_view text, const JsonLimits& limits, const std::string& what) {
+  refuse_nul(text, what);
   json root;
   BoundedBuilder builder(root, limits, what);
   // The builder throws on any error; strict: nothing but white space may follow the value.
   json::sax_parse(text.begin(), text.end(), &builder, json::input_format_t::json, /*strict=*/true,
                   limits.allow_comments);
   return root;
+}
+
+void parse_bounded_json_members(std::string_view text, const JsonLimits& limits, const std::string& what,
+                                const JsonMemberHandler& on_member) {
+  refuse_nul(text, what);
+  json root;
+  BoundedBuilder builder(root, limits, what, &on_member);
+  json::sax_parse(text.begin(), text.end(), &builder, json::input_format_t::json, /*strict=*/true,
+                  limits.allow_comments);
+  if (!root.is_object()) throw JsonError(JsonErrorKind::kInvalid, what, "not a JSON object");
 }
 
 }  // namespace parla

@@ -9,6 +9,7 @@
 // deeper than the limit as it opens, so no deep value ever exists. It lives in core/ so that serve/ (core and text
 // only, docs/ARCHITECTURE.md) and formats/ both use it.
 #include <cstddef>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -53,5 +54,13 @@ class JsonError : public DataError {
 // holds more than `limits.max_values`.
 // Time and memory are linear in the text's size.
 nlohmann::json parse_bounded_json(std::string_view text, const JsonLimits& limits, const std::string& what);
+
+// A JSON object's members one at a time: each is handed to `on_member` (which may move from it) as soon as it is
+// complete and then dropped, so a large object (a safetensors header of a million tensors) never exists as a whole.
+// The same limits and errors as parse_bounded_json, and JsonError "not a JSON object" for any other value; keys
+// repeated at the top are for `on_member` to refuse.
+using JsonMemberHandler = std::function<void(const std::string& key, nlohmann::json& value)>;
+void parse_bounded_json_members(std::string_view text, const JsonLimits& limits, const std::string& what,
+                                const JsonMemberHandler& on_member);
 
 }  // namespace parla

@@ -136,3 +136,26 @@ TEST_CASE("the bounded JSON parse refuses more values than its bound, counting s
   for (int i = 0; i < 1000; ++i) many += ",0";
   CHECK_THROWS_WITH(parse_bounded_json(many + "]", limits, "t.json"), Contains("t.json: more than 5 JSON values"));
 }
+
+TEST_CASE("the bounded JSON parse hands an object's members over one at a time, each as the plain parse gives it") {
+  const std::string text = R"({"a": 1, "b": {"c": [1, 2, {"d": null}]}, "e": [], "a": "again", "f": {}})";
+  json rebuilt = json::array();
+  parla::parse_bounded_json_members(text, {}, "t.json", [&](const std::string& key, json& value) {
+    rebuilt.push_back(json{key, std::move(value)});
+  });
+  // In the order of the text, repeated keys included (for the handler to refuse).
+  CHECK(rebuilt ==
+        json::parse(R"([["a", 1], ["b", {"c": [1, 2, {"d": null}]}], ["e", []], ["a", "again"], ["f", {}]])"));
+  JsonLimits limits;
+  limits.max_depth = 2;
+  limits.refuse_duplicate_keys = true;
+  auto ignore = [](const std::string&, json&) {};
+  CHECK_THROWS_WITH(parla::parse_bounded_json_members(R"({"a": {"b": []}})", limits, "t.json", ignore),
+                    Contains("deeper than 2"));
+  CHECK_THROWS_WITH(parla::parse_bounded_json_members(R"({"a": {"b": 1, "b": 2}})", limits, "t.json", ignore),
+                    Contains("\"b\" twice"));
+  CHECK_THROWS_WITH(parla::parse_bounded_json_members("[1]", limits, "t.json", ignore),
+                    Contains("t.json: not a JSON object"));
+  CHECK_THROWS_WITH(parla::parse_bounded_json_members(R"({"a": 1} x)", limits, "t.json", ignore),
+                    Contains("not valid JSON"));
+}
