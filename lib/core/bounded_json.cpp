@@ -14,7 +14,8 @@ using json = nlohmann::json;
 // as each container opens or each key arrives.
 class BoundedBuilder {
  public:
-  BoundedBuilder(json& root, const JsonLimits& limits, const std::string& what, const JsonMemberHandler* members = nullptr)
+  BoundedBuilder(json& root, const JsonLimits& limits, const std::string& what,
+                 const JsonMemberHandler* members = nullptr)
       : root_(root), limits_(limits), what_(what), members_(members) {}
 
   bool null() { return add(nullptr); }
