@@ -159,3 +159,34 @@ TEST_CASE("a decoder.yml nested 200,000 deep is one error naming it, not a stack
     CHECK_THROWS_WITH(parla::convert::read_marian(folder), Contains(decoder_path) && Contains("not valid YAML"));
   }
 }
+
+TEST_CASE("vocab.json is read member by member: ids in any order, a piece or an id given twice refused") {
+  TempDir dir("hf-vocab");
+  const auto folder = parla::testing::write_marian_folder(dir, "m");
+  const std::string vocab = folder + "/vocab.json";
+  std::ifstream in(vocab);
+  const auto original = nlohmann::json::parse(in);
+  in.close();
+  // The same pieces written in reverse order of their ids import as before.
+  std::string reversed = "{";
+  std::vector<std::pair<int64_t, std::string>> by_id;
+  for (auto it = original.begin(); it != original.end(); ++it) by_id.push_back({it.value().get<int64_t>(), it.key()});
+  std::sort(by_id.rbegin(), by_id.rend());
+  for (const auto& [id, piece] : by_id)
+    reversed += (reversed.size() > 1 ? "," : "") + nlohmann::json(piece).dump() + ":" + std::to_string(id);
+  std::ofstream(vocab) << reversed << "}";
+  const auto imported = parla::convert::read_hf_marian(folder);
+  std::vector<std::string> expected(by_id.size());
+  for (const auto& [id, piece] : by_id) expected.at(static_cast<size_t>(id)) = piece;
+  // parla renumbers the specials, so the pieces are compared as sets.
+  auto got = imported.src_pieces;
+  std::sort(got.begin(), got.end());
+  std::sort(expected.begin(), expected.end());
+  CHECK(got == expected);
+  // A piece given twice (JSON would keep the last and lose an id) and an id given twice are refused.
+  const std::string first = by_id.back().second;
+  std::ofstream(vocab) << reversed << "," << nlohmann::json(first).dump() << ":" << by_id.size() << "}";
+  CHECK_THROWS_WITH(parla::convert::read_hf_marian(folder), Contains(vocab) && Contains("given twice"));
+  std::ofstream(vocab) << reversed << ",\"new piece\":0}";
+  CHECK_THROWS_WITH(parla::convert::read_hf_marian(folder), Contains(vocab) && Contains("given twice"));
+}
