@@ -1,12 +1,15 @@
 #include "convert/hf_marian_import.h"
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <set>
 
 #include <torch/torch.h>
 
 #include "convert/hf_marian_layout.h"
+#include "core/bounded_json.h"
 #include "core/error.h"
 #include "formats/bounded_file.h"
 #include "formats/json_file.h"
@@ -21,22 +24,46 @@ namespace fs = std::filesystem;
 using formats::JsonFields;
 using formats::read_json_file;
 
-// vocab.json: piece -> id, which must number 0 .. n-1 once each. Returns the piece of each id.
+// vocab.json: piece -> id, which must number 0 .. n-1 once each. Returns the piece of each id. Read member by
+// member (core/bounded_json.h): a JSON tree of a 256 MB vocab.json would take several times the file.
 std::vector<std::string> read_vocab(const std::string& path) {
-  const auto j = read_json_file(path, 256u << 20);
-  if (!j.is_object()) throw DataError(path + ": not a JSON object of piece -> id");
-  std::vector<std::string> pieces(j.size());
-  std::vector<bool> seen(j.size(), false);
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!it.value().is_number_integer())
-      throw DataError(path + ": the id of piece '" + it.key().substr(0, 60) + "' is not an integer");
-    const int64_t id = it.value().get<int64_t>();
-    if (id < 0 || id >= static_cast<int64_t>(pieces.size()) || seen[static_cast<size_t>(id)])
-      throw DataError(path + ": id " + std::to_string(id) + " (piece '" + it.key().substr(0, 60) +
-                      "') is out of range or given twice; the ids must be 0 .. " + std::to_string(pieces.size() - 1));
-    seen[static_cast<size_t>(id)] = true;
-    pieces[static_cast<size_t>(id)] = it.key();
+  std::vector<std::string> pieces;
+  std::vector<int64_t> ids;
+  {
+    const std::string text = formats::read_bounded_file(path, 256u << 20);
+    parse_bounded_json_members(text, JsonLimits{}, path, [&](const std::string& piece, nlohmann::json& id) {
+      if (!id.is_number_integer())
+        throw DataError(path + ": the id of piece '" + piece.substr(0, 60) + "' is not an integer");
+      if (id.is_number_unsigned() && id.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+        throw DataError(path + ": the id of piece '" + piece.substr(0, 60) + "' is out of range");
+      pieces.push_back(piece);
+      ids.push_back(id.get<int64_t>());
+    });
   }
+  const int64_t n = static_cast<int64_t>(pieces.size());
+  std::vector<bool> seen(pieces.size(), false);
+  for (size_t k = 0; k < pieces.size(); ++k) {
+    const int64_t id = ids[k];
+    if (id < 0 || id >= n || seen[static_cast<size_t>(id)])
+      throw DataError(path + ": id " + std::to_string(id) + " (piece '" + pieces[k].substr(0, 60) +
+                      "') is out of range or given twice; the ids must be 0 .. " + std::to_string(n - 1));
+    seen[static_cast<size_t>(id)] = true;
+  }
+  // Each swap puts one piece at its id for good.
+  for (size_t k = 0; k < pieces.size(); ++k)
+    while (ids[k] != static_cast<int64_t>(k)) {
+      const auto to = static_cast<size_t>(ids[k]);
+      std::swap(pieces[k], pieces[to]);
+      std::swap(ids[k], ids[to]);
+    }
+  // A piece given twice (JSON's last-one-wins would have dropped one of its ids): adjacent once sorted.
+  std::vector<const std::string*> sorted;
+  sorted.reserve(pieces.size());
+  for (const auto& p : pieces) sorted.push_back(&p);
+  std::sort(sorted.begin(), sorted.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+  for (size_t i = 1; i < sorted.size(); ++i)
+    if (*sorted[i] == *sorted[i - 1])
+      throw DataError(path + ": piece '" + sorted[i]->substr(0, 60) + "' is given twice");
   return pieces;
 }
 
@@ -88,11 +115,13 @@ ImportedModel read_hf_marian(const std::string& dir) {
     if (c.has(key) && c.boolean(key))
       throw DataError(config_path + ": " + key + " = true is not Marian's layout (post-norm, no embedding norm), "
                       "which parla imports");
-  const int64_t d = c.integer("d_model"), heads = c.integer("encoder_attention_heads");
+  // Every count parla keeps as an int is checked in range before it is narrowed.
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  const int64_t d = c.integer("d_model", 1, kIntMax), heads = c.integer("encoder_attention_heads", 1, kIntMax);
   if (c.integer("decoder_attention_heads") != heads)
     throw DataError(config_path + ": encoder_attention_heads and decoder_attention_heads differ; parla has one "
                     "model.heads");
-  const int64_t ffn = c.integer("encoder_ffn_dim");
+  const int64_t ffn = c.integer("encoder_ffn_dim", 1, kIntMax);
   if (c.integer("decoder_ffn_dim") != ffn)
     throw DataError(config_path + ": encoder_ffn_dim and decoder_ffn_dim differ; parla has one model.ffn_dim");
   std::string act = c.string("activation_function");
@@ -106,15 +135,15 @@ ImportedModel read_hf_marian(const std::string& dir) {
   cfg.d_model = static_cast<int>(d);
   cfg.heads = static_cast<int>(heads);
   cfg.ffn_dim = static_cast<int>(ffn);
-  cfg.encoder_layers = static_cast<int>(c.integer("encoder_layers"));
-  cfg.decoder_layers = static_cast<int>(c.integer("decoder_layers"));
+  cfg.encoder_layers = static_cast<int>(c.integer("encoder_layers", 1, kIntMax));
+  cfg.decoder_layers = static_cast<int>(c.integer("decoder_layers", 1, kIntMax));
   config::parse_choice(act, cfg.activation);  // checked above
   cfg.norm = LayerNormPlacement::kPost;
   cfg.positions = PositionEncoding::kSinusoidal;
   cfg.sinusoidal_layout = SinusoidalLayout::kConcatenated;
   cfg.scale_embeddings = c.has("scale_embedding") && c.boolean("scale_embedding");
   cfg.output_bias = true;
-  cfg.max_positions = static_cast<int>(c.integer("max_position_embeddings"));
+  cfg.max_positions = static_cast<int>(c.integer("max_position_embeddings", 1, kIntMax));
   cfg.dropout = c.has("dropout") ? c.number("dropout") : 0.1;
   cfg.attention_dropout = c.has("attention_dropout") ? c.number("attention_dropout") : 0.0;
   cfg.activation_dropout = c.has("activation_dropout") ? c.number("activation_dropout") : 0.0;

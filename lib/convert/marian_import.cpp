@@ -3,6 +3,7 @@
 #include <array>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <set>
 
 #include <torch/torch.h>
@@ -56,30 +57,6 @@ class Options {
   YAML::Node n_;
   std::string where_;
 };
-
-// vocab.yml: piece -> id, numbering 0 .. n-1 once each; returns the piece of each id.
-std::vector<std::string> read_vocab_yml(const std::string& path) {
-  const auto y = load_yaml_file(path, 256u << 20);
-  if (!y.IsMap()) throw DataError(path + ": not a YAML map of piece: id");
-  std::vector<std::string> pieces(y.size());
-  std::vector<bool> seen(y.size(), false);
-  for (const auto& kv : y) {
-    std::string piece;
-    int64_t id = -1;
-    try {
-      piece = kv.first.as<std::string>();
-      id = kv.second.as<int64_t>();
-    } catch (const YAML::Exception&) {
-      throw DataError(path + ": an entry is not 'piece: id'");
-    }
-    if (id < 0 || id >= static_cast<int64_t>(pieces.size()) || seen[static_cast<size_t>(id)])
-      throw DataError(path + ": id " + std::to_string(id) + " (piece '" + piece.substr(0, 60) +
-                      "') is out of range or given twice");
-    seen[static_cast<size_t>(id)] = true;
-    pieces[static_cast<size_t>(id)] = piece;
-  }
-  return pieces;
-}
 
 // The arrays of the .npz as float tensors, each used once.
 class Arrays {
@@ -139,9 +116,31 @@ class Arrays {
   std::set<std::string> used_;
 };
 
-std::string path_in(const std::string& dir, const std::string& name) {
+bool ends_with(const std::string& s, const std::string& tail) {
+  return s.size() >= tail.size() && s.compare(s.size() - tail.size(), tail.size(), tail) == 0;
+}
+
+// A file that decoder.yml names under `key`: a relative path inside the folder, refused up front otherwise (an
+// absolute path, '..' or a symbolic link would read some other file of the machine, refused only later, on content).
+std::string path_in(const std::string& dir, const std::string& name, const std::string& decoder_path,
+                    const std::string& key) {
   const fs::path p(name);
-  return (p.is_absolute() ? p : fs::path(dir) / p).string();
+  auto refuse = [&](const std::string& why) {
+    throw DataError(decoder_path + ": '" + key + "' names '" + name.substr(0, 200) + "', " + why +
+                    "; it must name a file inside the model's folder");
+  };
+  if (name.empty()) refuse("an empty path");
+  if (p.is_absolute()) refuse("an absolute path");
+  for (const auto& part : p)
+    if (part == "..") refuse("a path through '..'");
+  // Every step below the folder must be a plain folder or file: a link anywhere could lead out of it.
+  fs::path at(dir);
+  for (const auto& part : p) {
+    at /= part;
+    std::error_code ec;
+    if (fs::is_symlink(fs::symlink_status(at, ec))) refuse("a symbolic link ('" + at.string() + "')");
+  }
+  return at.string();
 }
 
 }  // namespace
@@ -161,13 +160,21 @@ ImportedModel read_marian(const std::string& dir) {
   }
   if (vocab_names.size() != 2) throw DataError(decoder_path + ": 'vocabs' must name a source and a target vocabulary");
   for (const auto& v : vocab_names)
-    if (v.size() < 4 || (v.compare(v.size() - 4, 4, ".yml") != 0 && v.compare(v.size() - 5, 5, ".yaml") != 0))
+    if (!ends_with(v, ".yml") && !ends_with(v, ".yaml"))
       throw DataError(decoder_path + ": vocabulary '" + v + "' is not a .vocab.yml; parla imports Marian models "
                       "whose vocabularies are YAML piece tables (OPUS-MT's)");
 
-  const std::string npz = path_in(dir, model_name);
+  // Every file decoder.yml names is checked before any is opened.
+  const std::string npz = path_in(dir, model_name, decoder_path, "models");
+  const std::string src_path = path_in(dir, vocab_names[0], decoder_path, "vocabs"),
+                    tgt_path = path_in(dir, vocab_names[1], decoder_path, "vocabs");
   Arrays a(npz);
-  const Options o(parse_yaml(a.text("special:model.yml"), npz + " (special:model.yml)"), npz + " special:model.yml");
+  // Marian's options are a few KB; yaml-cpp's tree of a large one would cost about 60 times its size.
+  const std::string options = a.text("special:model.yml");
+  if (options.size() > (1u << 20))
+    throw DataError(npz + ": 'special:model.yml' has " + std::to_string(options.size()) +
+                    " bytes, more than the 1 MiB Marian's options could take");
+  const Options o(parse_yaml(options, npz + " (special:model.yml)"), npz + " special:model.yml");
   const std::string type = o.get<std::string>("type");
   if (type != "transformer")
     throw DataError(npz + ": model type '" + type + "' (option 'type'); parla imports Marian's transformer");
@@ -193,6 +200,10 @@ ImportedModel read_marian(const std::string& dir) {
   ModelConfig& cfg = m.model;
   const int64_t d = o.get<int64_t>("dim-emb"), ffn = o.get<int64_t>("transformer-dim-ffn");
   cfg.type = ModelType::kTransformer;
+  // Checked before narrowing to parla's int (a count of 4294967298 would be read as 2).
+  for (auto [key, v] : {std::pair{"dim-emb", d}, std::pair{"transformer-dim-ffn", ffn}})
+    if (v < 1 || v > std::numeric_limits<int>::max())
+      throw DataError(npz + ": option '" + key + "' is " + std::to_string(v) + ", out of range");
   cfg.d_model = static_cast<int>(d);
   cfg.ffn_dim = static_cast<int>(ffn);
   cfg.heads = o.get<int>("transformer-heads");
@@ -213,9 +224,8 @@ ImportedModel read_marian(const std::string& dir) {
   cfg.tie_output = tied_all || o.get<bool>("tied-embeddings", false);
 
   // Vocabularies, each with <pad> appended (Marian has none; its start is a zero vector).
-  const std::string src_path = path_in(dir, vocab_names[0]), tgt_path = path_in(dir, vocab_names[1]);
-  auto src_vocab = read_vocab_yml(src_path);
-  auto tgt_vocab = src_path == tgt_path ? src_vocab : read_vocab_yml(tgt_path);
+  auto src_vocab = read_marian_vocab(src_path);
+  auto tgt_vocab = src_path == tgt_path ? src_vocab : read_marian_vocab(tgt_path);
   if (cfg.share_embeddings && src_vocab != tgt_vocab)
     throw DataError(npz + ": tied embeddings, but " + src_path + " and " + tgt_path + " differ");
   auto specials = [](std::vector<std::string>& v, const std::string& path) {

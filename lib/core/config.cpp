@@ -5,6 +5,8 @@
 #include <functional>
 #include <sstream>
 
+#include "core/bounded_json.h"
+
 namespace parla::config {
 
 namespace {
@@ -79,13 +81,23 @@ std::vector<std::string> section_names() {
 }  // namespace
 
 void ConfigBuilder::load_file(const std::string& path) {
-  std::ifstream in(path);
+  std::ifstream in(path, std::ios::binary);
   if (!in) throw ConfigError("cannot read config file '" + path + "'");
+  // A config is a few KB; the bound keeps a wrong path (a corpus, /dev/zero) from filling memory.
+  constexpr size_t kMaxConfigBytes = 16u << 20;
+  std::string text;
+  char chunk[1 << 16];
+  while (text.size() <= kMaxConfigBytes && in.read(chunk, sizeof chunk).gcount() > 0)
+    text.append(chunk, static_cast<size_t>(in.gcount()));
+  if (text.size() > kMaxConfigBytes)
+    throw ConfigError(path + ": larger than the " + std::to_string(kMaxConfigBytes >> 20) + " MiB a config may be");
   json j;
   try {
-    j = json::parse(in, nullptr, true, /*ignore_comments=*/true);
-  } catch (const json::parse_error& e) {
-    throw ConfigError(path + ": invalid JSON: " + e.what());
+    JsonLimits limits;
+    limits.allow_comments = true;
+    j = parse_bounded_json(text, limits, path);
+  } catch (const JsonError& e) {
+    throw ConfigError(e.kind() == JsonErrorKind::kInvalid ? path + ": invalid JSON: " + e.detail() : e.what());
   }
   file_ = path;
   merge(j, path);

@@ -10,6 +10,7 @@
 #include <fstream>
 #include <stdexcept>
 
+#include "core/bounded_json.h"
 #include "core/error.h"
 #include "formats/bounded_file.h"
 
@@ -134,7 +135,9 @@ const nlohmann::json& need(const nlohmann::json& root, const std::string& key, c
 std::vector<std::string> read_piece_table(const std::string& path) {
   const std::string text = formats::read_bounded_file(path, 64u << 20);
   try {
-    auto j = nlohmann::json::parse(text);
+    JsonLimits flat;
+    flat.max_depth = 1;  // an array of strings
+    auto j = parse_bounded_json(text, flat, "'" + path + "'");
     if (!j.is_array()) throw DataError("'" + path + "': not a JSON array of pieces");
     return j.get<std::vector<std::string>>();
   } catch (const nlohmann::json::exception& e) {
@@ -148,12 +151,10 @@ DatasetInfo read_dataset_info(const std::string& dir) {
   std::string path = dir + "/meta.json";
   std::ifstream in(path);
   if (!in) throw DataError("not a parla dataset directory: cannot read '" + path + "' (run parla-preprocess)");
+  in.close();
   DatasetInfo info;
-  try {
-    info.meta = nlohmann::json::parse(in);
-  } catch (const nlohmann::json::exception& e) {
-    throw DataError("'" + path + "': invalid JSON: " + e.what());
-  }
+  // parla-preprocess writes a few hundred bytes; bounded in size and depth like any file parla did not just write.
+  info.meta = parse_bounded_json(formats::read_bounded_file(path, 16u << 20), JsonLimits{}, "'" + path + "'");
   try {
     if (need(info.meta, "format", path) != "parla-dataset")
       throw DataError("'" + path + "': not a parla dataset (key 'format')");

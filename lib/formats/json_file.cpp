@@ -1,5 +1,6 @@
 #include "formats/json_file.h"
 
+#include "core/bounded_json.h"
 #include "core/error.h"
 #include "formats/bounded_file.h"
 
@@ -7,15 +8,7 @@ namespace parla::formats {
 
 nlohmann::json read_json_file(const std::string& path, uint64_t max_bytes) {
   const std::string text = read_bounded_file(path, max_bytes);
-  auto guard = [&](int depth, nlohmann::json::parse_event_t, nlohmann::json&) {
-    if (depth > 64) throw DataError(path + ": JSON nested deeper than 64 levels");
-    return true;
-  };
-  try {
-    return nlohmann::json::parse(text, guard);
-  } catch (const nlohmann::json::exception& e) {
-    throw DataError(path + ": not valid JSON (" + std::string(e.what()).substr(0, 200) + ")");
-  }
+  return parse_bounded_json(text, JsonLimits{}, path);
 }
 
 JsonFields::JsonFields(std::string path, nlohmann::json object) : path_(std::move(path)), j_(std::move(object)) {
@@ -32,7 +25,18 @@ const nlohmann::json& JsonFields::at(const std::string& key) const {
 int64_t JsonFields::integer(const std::string& key) const {
   const auto& v = at(key);
   if (!v.is_number_integer()) throw DataError(path_ + ": key '" + key + "' is not an integer");
+  // nlohmann keeps integers above INT64_MAX unsigned; get<int64_t> would wrap them to negative numbers.
+  if (v.is_number_unsigned() && v.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+    throw DataError(path_ + ": key '" + key + "' is " + v.dump() + ", out of range");
   return v.get<int64_t>();
+}
+
+int64_t JsonFields::integer(const std::string& key, int64_t lo, int64_t hi) const {
+  const int64_t v = integer(key);
+  if (v < lo || v > hi)
+    throw DataError(path_ + ": key '" + key + "' is " + std::to_string(v) + ", out of range (" + std::to_string(lo) +
+                    " .. " + std::to_string(hi) + ")");
+  return v;
 }
 
 double JsonFields::number(const std::string& key) const {

@@ -18,6 +18,9 @@ class JsonFields {
   JsonFields(std::string path, nlohmann::json object);
   bool has(const std::string& key) const;
   int64_t integer(const std::string& key) const;
+  // integer(key), refused unless in [lo, hi]: check a value before narrowing it (4294967298 layers read as an int
+  // were 2).
+  int64_t integer(const std::string& key, int64_t lo, int64_t hi) const;
   double number(const std::string& key) const;
   bool boolean(const std::string& key) const;
   std::string string(const std::string& key) const;

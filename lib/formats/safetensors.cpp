@@ -2,10 +2,10 @@
 
 #include <algorithm>
 #include <cstring>
-#include <set>
 
 #include <nlohmann/json.hpp>
 
+#include "core/bounded_json.h"
 #include "core/error.h"
 
 namespace parla::formats {
@@ -64,37 +64,28 @@ SafetensorsHeader parse_safetensors(const uint8_t* bytes, size_t size) {
                     std::to_string(kMaxSafetensorsHeader) + " accepted");
   if (n < 2 || bytes[8] != '{') throw DataError("not a safetensors file (the header does not start with '{')");
 
-  // The header nests three deep at most (top object, a tensor's object, its shape); anything deeper is refused
-  // while parsing, before a deep value exists. Duplicate tensor names are refused rather than silently merged.
-  std::set<std::string> names;
-  auto guard = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
-    if (depth > 3) throw DataError("safetensors header nests deeper than its format allows");
-    if (event == nlohmann::json::parse_event_t::key && depth == 1 && !names.insert(parsed.get<std::string>()).second)
-      throw DataError("safetensors header names " + excerpt(parsed.get<std::string>()) + " twice");
-    return true;
-  };
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(bytes + 8, bytes + 8 + n, guard);
-  } catch (const nlohmann::json::exception& e) {
-    throw DataError(std::string("safetensors header is not valid JSON (") + e.what() + ")");
-  }
-  if (!j.is_object()) throw DataError("safetensors header is not a JSON object");
-
   SafetensorsHeader h;
   h.data_start = 8 + n;
   const uint64_t data_size = size - h.data_start;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& name = it.key();
-    const auto& v = it.value();
+  bool has_metadata = false;
+  // Each entry is checked as soon as the parse completes it and then dropped (core/bounded_json.h), so the header
+  // never exists as a JSON tree: about 10 bytes of memory per byte of header. The header nests three deep at most
+  // (top object, a tensor's object, its shape); anything deeper is refused while parsing, before a deep value exists.
+  // A key given twice in a tensor's entry is refused there, a tensor name given twice below.
+  JsonLimits limits;
+  limits.max_depth = 3;
+  limits.refuse_duplicate_keys = true;
+  auto entry = [&](const std::string& name, nlohmann::json& v) {
     if (name == "__metadata__") {
+      if (has_metadata) throw DataError("safetensors header names " + excerpt(name) + " twice");
+      has_metadata = true;
       if (!v.is_object()) throw DataError("safetensors __metadata__ is not an object");
       for (auto m = v.begin(); m != v.end(); ++m) {
         if (!m.value().is_string())
           throw DataError("safetensors __metadata__ value of " + excerpt(m.key()) + " is not a string");
-        h.metadata[m.key()] = m.value().get<std::string>();
+        h.metadata[m.key()] = std::move(m.value().get_ref<std::string&>());
       }
-      continue;
+      return;
     }
     const std::string what = "tensor " + excerpt(name);
     if (name.empty()) throw DataError("safetensors header has a tensor without a name");
@@ -129,6 +120,22 @@ SafetensorsHeader parse_safetensors(const uint8_t* bytes, size_t size) {
       throw DataError("safetensors header: " + what + " has " + std::to_string(t.end - t.begin) +
                       " bytes of data, its dtype and shape need " + std::to_string(bytes_needed));
     h.tensors.push_back(std::move(t));
+  };
+  try {
+    parse_bounded_json_members(std::string_view(reinterpret_cast<const char*>(bytes) + 8, n), limits,
+                               "safetensors header", entry);
+  } catch (const JsonError& e) {
+    if (e.detail() == "not a JSON object") throw DataError("safetensors header is not a JSON object");
+    throw;
+  }
+  // Tensor names given twice: adjacent once sorted by name (the entries are sorted by their data below).
+  {
+    std::vector<const std::string*> names;
+    names.reserve(h.tensors.size());
+    for (const auto& t : h.tensors) names.push_back(&t.name);
+    std::sort(names.begin(), names.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+    for (size_t i = 1; i < names.size(); ++i)
+      if (*names[i] == *names[i - 1]) throw DataError("safetensors header names " + excerpt(*names[i]) + " twice");
   }
   std::sort(h.tensors.begin(), h.tensors.end(), [](const TensorEntry& a, const TensorEntry& b) {
     return a.begin != b.begin ? a.begin < b.begin : a.end < b.end;

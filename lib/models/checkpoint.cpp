@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include "core/bounded_json.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "models/allocation_budget.h"
@@ -43,7 +44,8 @@ ModelMeta read_meta_from(const TensorArchive& archive) {
                     ")");
   ModelMeta meta;
   try {
-    auto j = nlohmann::json::parse(*text);
+    // Bounded (core/bounded_json.h): a parla_meta nested 150,000 deep overflowed the stack of every reader.
+    const auto j = parse_bounded_json(*text, JsonLimits{}, path + ": parla_meta");
     meta.config = j.value("config", nlohmann::json::object());
     meta.info = j.value("info", nlohmann::json::object());
     meta.src_vocab_size = j.value("src_vocab_size", int64_t{0});
@@ -59,7 +61,9 @@ ModelMeta read_meta_from(const TensorArchive& archive) {
     const std::string* text = archive.read_string(entry);
     if (!text) continue;
     try {
-      *pieces = nlohmann::json::parse(*text).get<std::vector<std::string>>();
+      JsonLimits flat;
+      flat.max_depth = 1;  // an array of strings
+      *pieces = parse_bounded_json(*text, flat, path + ": " + entry).get<std::vector<std::string>>();
     } catch (const nlohmann::json::exception& e) {
       throw DataError(path + ": corrupt " + entry + " (" + std::string(e.what()).substr(0, 200) + ")");
     }

@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/bounded_json.h"
 #include "text/unicode.h"
 
 namespace parla::serve {
@@ -24,8 +25,6 @@ std::string describe(const json& j) {
   if (j.is_structured()) return a_type(j);
   return a_type(j) + " (" + excerpt(j.dump(-1, ' ', false, json::error_handler_t::replace)) + ")";
 }
-
-struct TooDeep {};
 
 // Reads an optional integer field in [lo, hi].
 bool read_int(const json& j, const char* key, int lo, int hi, const std::string& hi_reason, int& out,
@@ -59,21 +58,25 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
   }
   json j;
   try {
-    // The depth is bounded as the parser goes (its callback sees every container open), so no later step, and no
-    // destructor, meets a deeper value than kMaxJsonDepth.
-    j = json::parse(body, [](int depth, json::parse_event_t event, json&) {
-      if ((event == json::parse_event_t::object_start || event == json::parse_event_t::array_start) &&
-          depth >= kMaxJsonDepth)
-        throw TooDeep{};
-      return true;
-    });
-  } catch (const TooDeep&) {
-    error = bad("the request body nests arrays or objects deeper than " + std::to_string(kMaxJsonDepth) +
-                " levels (a request has two)");
-    return false;
-  } catch (const json::exception& e) {
-    // nlohmann's message quotes the token it stopped at, which can be a whole unterminated string.
-    error = bad(std::string("the request body is not valid JSON: ") + excerpt(e.what(), 240));
+    // The depth is bounded as the parser goes, in time linear in the body (core/bounded_json.h), so no later step,
+    // and no destructor, meets a deeper value than kMaxJsonDepth.
+    JsonLimits json_limits;
+    json_limits.max_depth = kMaxJsonDepth;
+    // A request holds one value per sentence and a few more; the bound keeps "[{},{},...]" (about 30 bytes of
+    // memory per byte of body) from being built at all.
+    json_limits.max_values = limits.max_sentences + 16;
+    j = parse_bounded_json(body, json_limits, "the request body");
+  } catch (const JsonError& e) {
+    if (e.kind() == JsonErrorKind::kTooManyValues) {
+      error = {413, "the request body holds more values than the limit of " + std::to_string(limits.max_sentences) +
+                        " sentences per request (serve.max_sentences) allows"};
+    } else if (e.kind() == JsonErrorKind::kTooDeep) {
+      error = bad("the request body nests arrays or objects deeper than " + std::to_string(kMaxJsonDepth) +
+                  " levels (a request has two)");
+    } else {
+      // nlohmann's message quotes the token it stopped at, which can be a whole unterminated string.
+      error = bad("the request body is not valid JSON: " + excerpt(e.detail(), 240));
+    }
     return false;
   }
   if (!j.is_object()) {

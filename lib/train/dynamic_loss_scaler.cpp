@@ -5,6 +5,7 @@
 #include <spdlog/fmt/fmt.h>  // spdlog's fmt (bundled or external), as the rest of parla gets it
 #include <nlohmann/json.hpp>
 
+#include "core/bounded_json.h"
 #include "core/error.h"
 
 namespace parla::train {
@@ -49,7 +50,7 @@ bool DynamicLossScaler::load(const models::TensorArchive& archive, const std::st
   const std::string* v = archive.read_string("loss_scaler");
   if (!v) return false;
   try {
-    auto j = nlohmann::json::parse(*v);
+    auto j = parse_bounded_json(*v, JsonLimits{}, "loss_scaler");
     double scale = j.at("scale").get<double>();
     if (!(scale > 0) || !std::isfinite(scale)) throw std::runtime_error("scale " + j.at("scale").dump());
     scale_ = scale;

@@ -4,6 +4,7 @@
 #include <spdlog/spdlog.h>
 #include <torch/torch.h>
 
+#include "core/bounded_json.h"
 #include "core/error.h"
 #include "runtime/torch_compat.h"
 
@@ -86,7 +87,7 @@ void TrainingState::load(const models::TensorArchive& archive, const std::string
     throw DataError("'" + path + "' is not a training checkpoint (no training state); resume from "
                     "checkpoint_last.pt or a checkpoint_<step>.pt written by parla-train");
   try {
-    *this = from_json(nlohmann::json::parse(*v));
+    *this = from_json(parse_bounded_json(*v, JsonLimits{}, "'" + path + "': training_state"));
   } catch (const nlohmann::json::exception& e) {
     throw DataError("'" + path + "': corrupt training state: " + e.what());
   }
