@@ -130,7 +130,7 @@ TEST_CASE("a header of empty fields written in one go gets 431, and a header tha
 // 40 clients each keep a request in flight (a 3 s serve.max_wait_ms holds it) against 20 connection places: a
 // fresh /health and /metrics are answered from the probe reserve (they got 503 before), a fresh /translate 503.
 // Then a second SIGTERM with requests in flight answers them and exits 0 (it killed the process, status 143).
-TEST_CASE("with every connection holding a request in flight, /health is answered; a second SIGTERM answers "
+TEST_CASE("with every connection holding a request in flight, /health is answered, and a second SIGTERM answers "
           "requests in flight and exits 0", "[serve_hostile]") {
   auto r = attack("busy-cap,second-sigterm", {"--busy-connections", "40", "--drain", "10"},
                   {"--max-connections", "20", "--max-wait-ms", "3000"});
