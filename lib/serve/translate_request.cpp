@@ -36,10 +36,13 @@ bool read_int(const json& j, const char* key, int lo, int hi, const std::string&
     error = bad(std::string("\"") + key + "\" must be an integer, got " + describe(*it));
     return false;
   }
-  const auto v = it->get<int64_t>();
+  // A number of 2^63 or more is an unsigned one: reading it as int64_t would wrap it, and the message would quote
+  // a number the client never sent, so the client's number is quoted as the parser read it.
+  const bool too_large = it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi);
+  const auto v = too_large ? int64_t{hi} + 1 : it->get<int64_t>();
   if (v < lo || v > hi) {
     error = bad(std::string("\"") + key + "\" must be between " + std::to_string(lo) + " and " +
-                std::to_string(hi) + " (" + hi_reason + "), got " + std::to_string(v));
+                std::to_string(hi) + " (" + hi_reason + "), got " + excerpt(it->dump()));
     return false;
   }
   out = static_cast<int>(v);
@@ -55,6 +58,13 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
   const size_t invalid = text::find_invalid_utf8(body);
   if (invalid != std::string::npos) {
     error = bad("the request body is not valid UTF-8 (byte " + std::to_string(invalid) + ")");
+    return false;
+  }
+  // A raw NUL is never valid JSON (a string must escape it as \u0000, and it is no whitespace), but the parser
+  // takes it as the end of its input: JSON, a NUL and garbage would pass as the JSON alone.
+  const size_t nul = body.find('\0');
+  if (nul != std::string::npos) {
+    error = bad("the request body is not valid JSON: it holds a NUL byte (byte " + std::to_string(nul) + ")");
     return false;
   }
   json j;
