@@ -159,6 +159,12 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
 
 std::string format_translate_response(const TranslateRequest& request,
                                       const std::vector<std::vector<Translation>>& per_line) {
+  return format_translate_response(request, per_line, std::vector<bool>(per_line.size(), true), "");
+}
+
+std::string format_translate_response(const TranslateRequest& request,
+                                      const std::vector<std::vector<Translation>>& per_line,
+                                      const std::vector<bool>& done, const std::string& error) {
   const Translation empty;
   auto hyp = [&](size_t line, size_t k) -> const Translation& {
     const auto& list = per_line[line];
@@ -168,6 +174,12 @@ std::string format_translate_response(const TranslateRequest& request,
   json answers = json::array();
   for (size_t t = 0; t < request.texts.size(); ++t) {
     const size_t begin = request.line_begin[t], end = request.line_begin[t + 1];
+    bool complete = true;
+    for (size_t l = begin; l < end; ++l) complete = complete && l < done.size() && done[l];
+    if (!complete) {
+      answers.push_back(nullptr);
+      continue;
+    }
     // How many hypotheses this text has: the fewest of its lines' (a line with none, e.g. empty, counts as 1).
     size_t n = static_cast<size_t>(request.search.n_best);
     for (size_t l = begin; l < end; ++l) n = std::min(n, std::max<size_t>(1, per_line[l].size()));
@@ -194,6 +206,7 @@ std::string format_translate_response(const TranslateRequest& request,
   } else {
     body["translations"] = answers;
   }
+  if (!error.empty()) body["error"] = error;
   // Invalid UTF-8 cannot reach here (requests are validated and SentencePiece decodes to valid UTF-8); replace
   // rather than throw if it ever did.
   return body.dump(-1, ' ', false, json::error_handler_t::replace);
