@@ -193,7 +193,11 @@ double SentenceBatcher::queued_cost() const {
 double SentenceBatcher::queued_seconds() const {
   std::lock_guard<std::mutex> lock(mutex_);
   double seconds = 0;
-  if (!queue_.empty()) seconds = std::chrono::duration<double>(Clock::now() - queue_.front().arrived).count();
+  const auto now = Clock::now();
+  if (!queue_.empty()) seconds = std::chrono::duration<double>(now - queue_.front().arrived).count();
+  // A static batch of long sentences can decode for a minute with nothing waiting: a request sent now waits too.
+  if (batch_started_ != Clock::time_point{})
+    seconds = std::max(seconds, std::chrono::duration<double>(now - batch_started_).count());
   if (decoded_cost_ > 0 && decoding_seconds_ > 0)
     seconds = std::max(seconds, queued_cost_ * decoding_seconds_ / decoded_cost_);
   return seconds;
@@ -361,6 +365,7 @@ void SentenceBatcher::run() {
     std::vector<std::vector<int>> sources;
     SearchOptions options;
     auto items = take_batch(sources, options, limits_.batch_size);
+    batch_started_ = Clock::now();
     lock.unlock();
 
     const auto start = Clock::now();
@@ -393,6 +398,7 @@ void SentenceBatcher::run() {
     }
     lock.lock();
     last_batch_end_ = Clock::now();
+    batch_started_ = Clock::time_point{};
     if (failure.empty()) {
       decoded_cost_ += batch_cost;
       decoding_seconds_ += seconds;

@@ -169,8 +169,8 @@ class SentenceBatcher {
   size_t waiting() const;
   // The decoding cost waiting (sentence_cost of every sentence not yet in a batch).
   double queued_cost() const;
-  // An estimate of the seconds of decoding waiting: the longer of the oldest waiting request's wait and the queued
-  // cost at the cost per second measured so far. /health reports degraded beyond serve.health_max_queued_s.
+  // An estimate of the seconds of decoding waiting: the longest of the oldest waiting request's wait, the time the
+  // static batch being decoded has run, and the queued cost at the cost per second measured so far. /health reports degraded beyond serve.health_max_queued_s.
   double queued_seconds() const;
 
  private:
@@ -222,6 +222,7 @@ class SentenceBatcher {
   std::multimap<Clock::time_point, std::weak_ptr<Ticket>> deadlines_;
   std::condition_variable deadline_wake_;
   std::thread deadline_worker_;
+  Clock::time_point batch_started_{};  // static batching: when the batch being decoded started ({} = none)
   Clock::time_point last_batch_end_{};  // static batching: when the last batch's answers were delivered
   bool stopping_ = false;
   std::thread worker_;

@@ -290,3 +290,23 @@ TEST_CASE("a one-line request is answered while 100 long requests with another b
   for (auto& job : jobs) service.abandon(job);
   service.shutdown();
 }
+
+TEST_CASE("/health is degraded while one static batch decodes longer than health_max_queued_s, nothing waiting") {
+  parla::ServeConfig cfg;
+  cfg.max_wait_ms = 0;
+  cfg.health_max_queued_s = 0.2;
+  TranslationService service(cfg, parla::DecodingConfig{});
+  std::atomic<bool> gate{true};
+  std::atomic<int> entered{0};
+  service.start(upper_backend(0ms, &gate, &entered));
+  Reply a;
+  std::thread ta([&] { a = service.translate(R"({"text": "a"})"); });
+  while (entered == 0) std::this_thread::sleep_for(1ms);
+  CHECK(service.health().status == 200);
+  std::this_thread::sleep_for(300ms);  // the batch has decoded for 0.3 s; a request sent now would wait as long
+  CHECK(service.health().status == 503);
+  gate = false;
+  ta.join();
+  CHECK(a.status == 200);
+  CHECK(service.health().status == 200);
+}

@@ -52,8 +52,9 @@ const config::SectionSchema<ServeConfig>& ServeConfig::schema() {
           at_least(0)).flag("--max-queued-cost");
     s.add("health_max_queued_s", &ServeConfig::health_max_queued_s,
           "GET /health answers 503 with Retry-After (degraded) while the queue holds more than this many seconds "
-          "of decoding: the oldest waiting request's wait, or the queued cost at the cost per second measured so "
-          "far. 0 = /health never reports degraded.",
+          "of decoding: the oldest waiting request's wait, the time the batch being decoded has run (static "
+          "batching), or the queued cost at the cost per second measured so far, whichever is longest. 0 = "
+          "/health never reports degraded.",
           at_least(0)).flag("--health-max-queued");
     s.add("max_request_bytes", &ServeConfig::max_request_bytes, "Largest request body in bytes (413 beyond).",
           at_least(64)).flag("--max-request-bytes");
