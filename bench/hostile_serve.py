@@ -44,7 +44,7 @@ ATTACKS = ["deep-json", "slowloris", "close-storm", "idle", "long-word", "gzip-b
            "long-header", "pipeline", "half-close", "slow-reader", "mid-body-disconnect", "sigterm",
            # issue 59
            "header-fields", "header-trickle", "busy-cap", "address-flood", "address-limit",
-           "pipeline-no-read", "second-sigterm"]
+           "pipeline-no-read", "second-sigterm", "starve"]
 
 
 def log(*a):
@@ -827,6 +827,40 @@ def attack_pipeline_no_read(server, args):
     return what, [] if still is not None and still <= 10 else ["the server kept the closed clients' connections"]
 
 
+def attack_starve(server, args):
+    """Issue 59: valid requests that decode to the length cap (64 lines of ", " x 500 at beam 10), many at once,
+    then an ordinary one-line request: answered within 2 s, /health degraded (503) while they wait and 200 after.
+    Each long request ends in 200, 503 (serve.max_queued_cost) or 504 (serve.request_timeout_s)."""
+    n = 10 if args.quick else 100
+    body = json.dumps({"texts": [", " * 500] * 64, "beam_size": 10}).encode()
+    statuses = [None] * n
+
+    def send(i):
+        statuses[i] = request(server.port, "POST", "/translate", body, timeout=600)[0]
+
+    threads = [threading.Thread(target=send, args=(i,), daemon=True) for i in range(n)]
+    for t in threads:
+        t.start()
+    time.sleep(1.0)
+    health_busy = request(server.port, "GET", "/health")[0]
+    status, _, took = request(server.port, "POST", "/translate", b'{"text": "A dog runs on the grass."}', timeout=120)
+    for t in threads:
+        t.join(600)
+    time.sleep(1.0)
+    health_after = request(server.port, "GET", "/health")[0]
+    counts = {str(k): statuses.count(k) for k in sorted(set(statuses), key=str)}
+    what = (f"{n} requests of 64 length-cap lines at beam 10: statuses {counts}; an ordinary request {status} in "
+            f"{took:.2f} s; /health {health_busy} under load, {health_after} after")
+    fails = []
+    if status != 200 or took > 2.0:
+        fails.append("the ordinary request should be answered 200 within 2 s")
+    if any(s not in (200, 503, 504) for s in statuses):
+        fails.append("each long request should end in 200, 503 or 504")
+    if health_after != 200:
+        fails.append("/health should answer 200 once the queue has drained")
+    return what, fails
+
+
 ATTACK_FNS = {
     "deep-json": attack_deep_json, "slowloris": attack_slowloris, "close-storm": attack_close_storm,
     "idle": attack_idle,
@@ -837,6 +871,7 @@ ATTACK_FNS = {
     "header-fields": attack_header_fields, "header-trickle": attack_header_trickle, "busy-cap": attack_busy_cap,
     "address-flood": attack_address_flood, "address-limit": attack_address_limit,
     "pipeline-no-read": attack_pipeline_no_read,
+    "starve": attack_starve,
 }
 
 

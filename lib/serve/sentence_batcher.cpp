@@ -1,6 +1,7 @@
 #include "serve/sentence_batcher.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <set>
 
@@ -10,13 +11,13 @@ namespace parla::serve {
 
 bool Ticket::wait_for(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
-  return done_.wait_for(lock, timeout, [&] { return remaining_ == 0 || !failure_.empty(); });
+  return done_.wait_for(lock, timeout, [&] { return done_locked(); });
 }
 
 void Ticket::on_done(std::function<void()> done) {
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (remaining_ != 0 && failure_.empty()) {
+    if (!done_locked()) {
       if (!cancelled_) on_done_ = std::move(done);
       return;
     }
@@ -26,7 +27,7 @@ void Ticket::on_done(std::function<void()> done) {
 
 std::function<void()> Ticket::take_callback_if_done() {
   std::function<void()> f;
-  if (remaining_ == 0 || !failure_.empty()) f.swap(on_done_);
+  if (done_locked()) f.swap(on_done_);
   return f;
 }
 
@@ -39,7 +40,29 @@ void Ticket::cancel() {
 
 bool Ticket::cancelled() const {
   std::lock_guard<std::mutex> lock(mutex_);
-  return cancelled_;
+  return cancelled_ || expired_;
+}
+
+void Ticket::expire() {
+  std::function<void()> callback;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (done_locked()) return;
+    expired_ = true;
+    done_.notify_all();
+    callback = take_callback_if_done();
+  }
+  if (callback) callback();
+}
+
+bool Ticket::expired() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return expired_;
+}
+
+std::vector<bool> Ticket::delivered() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return delivered_;
 }
 
 std::string Ticket::failure() const {
@@ -51,7 +74,10 @@ void Ticket::deliver(size_t index, std::vector<Translation> result) {
   std::function<void()> callback;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    // Once expired the ticket is answered from results_ without the lock: nothing may change it any more.
+    if (expired_ || delivered_[index]) return;
     results_[index] = std::move(result);
+    delivered_[index] = true;
     if (--remaining_ == 0) done_.notify_all();
     callback = take_callback_if_done();
   }
@@ -62,6 +88,7 @@ void Ticket::fail(const std::string& why) {
   std::function<void()> callback;
   {
     std::lock_guard<std::mutex> lock(mutex_);
+    if (expired_) return;
     if (failure_.empty()) failure_ = why;
     done_.notify_all();
     callback = take_callback_if_done();
@@ -73,18 +100,40 @@ SentenceBatcher::SentenceBatcher(const BatcherLimits& limits, BatchDecoder decod
     : limits_(limits), decoder_(std::move(decoder)), metrics_(metrics) {
   limits_.batch_size = std::max<size_t>(1, limits_.batch_size);
   worker_ = std::thread([this] { run(); });
+  deadline_worker_ = std::thread([this] { run_deadlines(); });
 }
 
 SentenceBatcher::SentenceBatcher(const BatcherLimits& limits, StreamOpener opener, ServerMetrics* metrics)
     : limits_(limits), opener_(std::move(opener)), metrics_(metrics) {
   limits_.batch_size = std::max<size_t>(1, limits_.batch_size);
   worker_ = std::thread([this] { run_continuous(); });
+  deadline_worker_ = std::thread([this] { run_deadlines(); });
 }
 
 SentenceBatcher::~SentenceBatcher() { stop(); }
 
+double sentence_cost(const SearchOptions& options, size_t source_tokens) {
+  // decode::max_output_length's formula (decode/ is not torch-free, so not called from here).
+  const double length = std::floor(options.max_length_factor * static_cast<double>(source_tokens) +
+                                   options.max_length_offset);
+  return static_cast<double>(std::max(1, options.beam_size)) * std::max(1.0, length);
+}
+
+double SentenceBatcher::entry_cost(const Entry& e) const {
+  double cost = 0;
+  for (size_t k = e.next; k < e.order.size(); ++k) cost += sentence_cost(e.options, e.sources[e.order[k]].size());
+  return cost;
+}
+
+void SentenceBatcher::publish_queue() {
+  if (!metrics_) return;
+  metrics_->set_queue(waiting_);
+  metrics_->set_queued_cost(queued_cost_);
+}
+
 std::shared_ptr<Ticket> SentenceBatcher::submit(std::vector<std::vector<int>> sources,
-                                                const SearchOptions& options) {
+                                                const SearchOptions& options, Clock::time_point deadline,
+                                                std::string* refused) {
   auto ticket = std::make_shared<Ticket>(sources.size());
   Entry e;
   e.options = options;
@@ -95,9 +144,27 @@ std::shared_ptr<Ticket> SentenceBatcher::submit(std::vector<std::vector<int>> so
   std::stable_sort(e.order.begin(), e.order.end(),
                    [&](size_t a, size_t b) { return sources[a].size() > sources[b].size(); });
   const size_t queued = e.order.size();
+  double cost = 0;
+  for (size_t i : e.order) cost += sentence_cost(options, sources[i].size());
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    if (stopping_ || waiting_ + queued > limits_.max_queue) return nullptr;
+    if (stopping_) {
+      if (refused) *refused = "the server is stopping";
+      return nullptr;
+    }
+    if (waiting_ + queued > limits_.max_queue) {
+      if (refused)
+        *refused = "the queue holds its limit of " + std::to_string(limits_.max_queue) + " sentences (serve.max_queue)";
+      return nullptr;
+    }
+    if (limits_.max_queued_cost > 0 && queued_cost_ + cost > limits_.max_queued_cost) {
+      if (refused)
+        *refused = "the request's decoding cost " + std::to_string(static_cast<int64_t>(cost)) +
+                   " would take the queued cost past its limit of " +
+                   std::to_string(static_cast<int64_t>(limits_.max_queued_cost)) + " (serve.max_queued_cost; " +
+                   std::to_string(static_cast<int64_t>(queued_cost_)) + " queued)";
+      return nullptr;
+    }
     // An empty line is answered at once with an empty translation, as parla-translate prints an empty line.
     for (size_t i = 0; i < sources.size(); ++i)
       if (sources[i].empty()) ticket->deliver(i, {Translation{}});
@@ -106,10 +173,61 @@ std::shared_ptr<Ticket> SentenceBatcher::submit(std::vector<std::vector<int>> so
     e.sources = std::move(sources);
     queue_.push_back(std::move(e));
     waiting_ += queued;
-    if (metrics_) metrics_->set_queue(waiting_);
+    queued_cost_ += cost;
+    publish_queue();
+    if (deadline != Clock::time_point::max()) {
+      const bool earliest = deadlines_.empty() || deadline < deadlines_.begin()->first;
+      deadlines_.emplace(deadline, ticket);
+      if (earliest) deadline_wake_.notify_one();
+    }
   }
   wake_.notify_one();
   return ticket;
+}
+
+double SentenceBatcher::queued_cost() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return queued_cost_;
+}
+
+double SentenceBatcher::queued_seconds() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  double seconds = 0;
+  const auto now = Clock::now();
+  if (!queue_.empty()) seconds = std::chrono::duration<double>(now - queue_.front().arrived).count();
+  // A static batch of long sentences can decode for a minute with nothing waiting: a request sent now waits too.
+  if (batch_started_ != Clock::time_point{})
+    seconds = std::max(seconds, std::chrono::duration<double>(now - batch_started_).count());
+  if (decoded_cost_ > 0 && decoding_seconds_ > 0)
+    seconds = std::max(seconds, queued_cost_ * decoding_seconds_ / decoded_cost_);
+  return seconds;
+}
+
+void SentenceBatcher::run_deadlines() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  while (!stopping_) {
+    if (deadlines_.empty()) {
+      deadline_wake_.wait(lock);
+      continue;
+    }
+    const auto first = deadlines_.begin()->first;
+    if (Clock::now() < first) {
+      deadline_wake_.wait_until(lock, first);
+      continue;
+    }
+    std::vector<std::shared_ptr<Ticket>> due;
+    const auto now = Clock::now();
+    while (!deadlines_.empty() && deadlines_.begin()->first <= now) {
+      if (auto t = deadlines_.begin()->second.lock()) due.push_back(std::move(t));
+      deadlines_.erase(deadlines_.begin());
+    }
+    lock.unlock();
+    // Outside the batcher's lock: expiring runs the ticket's callback.
+    for (auto& t : due) t->expire();
+    lock.lock();
+    // The decoding thread drops the expired requests' waiting sentences (and, continuous, those in the stream).
+    wake_.notify_all();
+  }
 }
 
 size_t SentenceBatcher::waiting() const {
@@ -123,7 +241,8 @@ void SentenceBatcher::fail_waiting(const std::string& why) {
     std::lock_guard<std::mutex> lock(mutex_);
     failed.swap(queue_);
     waiting_ = 0;
-    if (metrics_) metrics_->set_queue(0);
+    queued_cost_ = 0;
+    publish_queue();
   }
   for (auto& e : failed) e.ticket->fail(why);
 }
@@ -135,7 +254,9 @@ void SentenceBatcher::stop() {
     stopping_ = true;
   }
   wake_.notify_all();
+  deadline_wake_.notify_all();
   if (worker_.joinable()) worker_.join();
+  if (deadline_worker_.joinable()) deadline_worker_.join();
   fail_waiting("the server is stopping");
 }
 
@@ -144,13 +265,14 @@ void SentenceBatcher::drop_cancelled() {
     if (it->ticket->cancelled()) {
       const size_t left = it->order.size() - it->next;
       waiting_ -= left;
+      queued_cost_ = std::max(0.0, queued_cost_ - entry_cost(*it));
       if (metrics_) metrics_->sentences_dropped(left);
       it = queue_.erase(it);
     } else {
       ++it;
     }
   }
-  if (metrics_) metrics_->set_queue(waiting_);
+  publish_queue();
 }
 
 bool SentenceBatcher::batch_ready(Clock::time_point now, Clock::time_point& wake) {
@@ -161,10 +283,11 @@ bool SentenceBatcher::batch_ready(Clock::time_point now, Clock::time_point& wake
       std::max(oldest.arrived, last_batch_end_) +
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(limits_.max_wait_ms));
   if (now >= deadline) return true;
-  // Full: enough sentences with the oldest's options to fill the sentence or token budget.
+  // Full: enough sentences with the next batch's options to fill the sentence or token budget.
+  const auto& options = leader().options;
   size_t sentences = 0, tokens = 0, requests = 0;
   for (const auto& e : queue_) {
-    if (!(e.options == oldest.options)) continue;
+    if (!(e.options == options)) continue;
     if (limits_.batch_requests > 0 && requests == limits_.batch_requests) break;
     ++requests;
     for (size_t k = e.next; k < e.order.size(); ++k) {
@@ -179,13 +302,15 @@ bool SentenceBatcher::batch_ready(Clock::time_point now, Clock::time_point& wake
 
 std::vector<SentenceBatcher::Item> SentenceBatcher::take_batch(std::vector<std::vector<int>>& sources,
                                                                SearchOptions& options, size_t capacity) {
-  options = queue_.front().options;
-  std::vector<Entry*> members;  // the requests this batch draws from, in arrival order
-  for (auto& e : queue_) {
-    if (!(e.options == options)) continue;
-    if (limits_.batch_requests > 0 && members.size() == limits_.batch_requests) break;
-    members.push_back(&e);
-  }
+  options = leader().options;
+  // The requests this batch draws from: the least served first (fewest sentences taken), then in arrival order.
+  // In arrival order alone, a batch of 64 took one sentence from each of the first 64 long requests, again and
+  // again, and a one-line request behind them waited until they were done (issue 59).
+  std::vector<Entry*> members;
+  for (auto& e : queue_)
+    if (e.options == options) members.push_back(&e);
+  std::stable_sort(members.begin(), members.end(), [](const Entry* a, const Entry* b) { return a->next < b->next; });
+  if (limits_.batch_requests > 0 && members.size() > limits_.batch_requests) members.resize(limits_.batch_requests);
   std::vector<Item> items;
   size_t longest = 0;
   // Round-robin: one sentence from each member in turn until the budget is met or nothing fits.
@@ -200,6 +325,7 @@ std::vector<SentenceBatcher::Item> SentenceBatcher::take_batch(std::vector<std::
       // A sentence that alone exceeds the token budget still forms a batch of its own.
       if (limits_.batch_tokens > 0 && padded > limits_.batch_tokens && !items.empty()) continue;
       longest = std::max(longest, length);
+      queued_cost_ = std::max(0.0, queued_cost_ - sentence_cost(e->options, e->sources[index].size()));
       sources.push_back(std::move(e->sources[index]));
       items.push_back({e->ticket, index});
       ++e->next;
@@ -208,8 +334,16 @@ std::vector<SentenceBatcher::Item> SentenceBatcher::take_batch(std::vector<std::
     }
   }
   queue_.remove_if([](const Entry& e) { return e.next == e.order.size(); });
-  if (metrics_) metrics_->set_queue(waiting_);
+  if (queue_.empty()) queued_cost_ = 0;  // no drift from rounding
+  publish_queue();
   return items;
+}
+
+const SentenceBatcher::Entry& SentenceBatcher::leader() const {
+  const Entry* best = &queue_.front();
+  for (const auto& e : queue_)
+    if (e.next < best->next) best = &e;
+  return *best;
 }
 
 bool SentenceBatcher::wait_for_batch(std::unique_lock<std::mutex>& lock) {
@@ -231,6 +365,7 @@ void SentenceBatcher::run() {
     std::vector<std::vector<int>> sources;
     SearchOptions options;
     auto items = take_batch(sources, options, limits_.batch_size);
+    batch_started_ = Clock::now();
     lock.unlock();
 
     const auto start = Clock::now();
@@ -243,6 +378,8 @@ void SentenceBatcher::run() {
       failure = e.what();
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+    double batch_cost = 0;
+    for (const auto& src : sources) batch_cost += sentence_cost(options, src.size());
     std::set<const Ticket*> requests;
     uint64_t source_tokens = 0, target_tokens = 0;
     for (size_t i = 0; i < items.size(); ++i) {
@@ -261,6 +398,11 @@ void SentenceBatcher::run() {
     }
     lock.lock();
     last_batch_end_ = Clock::now();
+    batch_started_ = Clock::time_point{};
+    if (failure.empty()) {
+      decoded_cost_ += batch_cost;
+      decoding_seconds_ += seconds;
+    }
   }
 }
 
@@ -296,7 +438,7 @@ void SentenceBatcher::run_continuous() {
       for (const auto& [id, item] : in_stream)
         if (item.ticket->cancelled()) leaving.push_back(id);
       // Join at once while there is room, unless an older request waits for other options (then drain).
-      if (!queue_.empty() && queue_.front().options == options && in_stream.size() < limits_.batch_size) {
+      if (!queue_.empty() && leader().options == options && in_stream.size() < limits_.batch_size) {
         const size_t room = limits_.batch_size - in_stream.size();
         size_t ready = 0;
         for (const auto& e : queue_)
@@ -342,10 +484,12 @@ void SentenceBatcher::run_continuous() {
     }
     const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
     uint64_t done = 0, src_tokens = 0, tgt_tokens = 0;
+    double finished_cost = 0;
     for (auto& [id, result] : finished) {
       auto it = in_stream.find(id);
       if (it == in_stream.end()) continue;
       ++done;
+      finished_cost += sentence_cost(options, source_tokens[id]);
       src_tokens += source_tokens[id];
       if (!result.empty()) tgt_tokens += result[0].tokens;
       it->second.ticket->deliver(it->second.index, std::move(result));
@@ -357,6 +501,8 @@ void SentenceBatcher::run_continuous() {
       if (done > 0) metrics_->sentences_translated(done, src_tokens, tgt_tokens);
     }
     lock.lock();
+    decoded_cost_ += finished_cost;
+    decoding_seconds_ += seconds;
   }
 }
 

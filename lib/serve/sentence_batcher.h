@@ -10,15 +10,18 @@
 // the clients a batch has just answered get max_wait_ms to send their next sentences. Without that pause, 64
 // clients that each send a sentence when answered split into two alternating half batches (the sentences that
 // came in during one batch form the next one at once, before the ones it answered are back), and the server
-// decoded 40% fewer sentences per second than the thread-per-connection one it replaced (issue 36). Requests are served in arrival order, but a batch takes their
-// sentences round-robin (one from each waiting request in turn, each request's longest first), so a request of a
-// thousand lines does not hold back a one-line request that arrives after it: the small one joins the next batch.
+// decoded 40% fewer sentences per second than the thread-per-connection one it replaced (issue 36). A batch takes
+// sentences round-robin (one from each waiting request in turn, each request's longest first), the least served
+// requests first (fewest sentences taken, then arrival order), and its options are those of the least served
+// request: so a request of a thousand lines, or a hundred long requests, do not hold back a one-line request that
+// arrives after them: the small one joins the next batch (issue 59).
 // Within a request, sentences of similar length end up in the same batch, which keeps padding low.
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
 #include <list>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -82,12 +85,19 @@ struct BatcherLimits {
   size_t batch_requests = 0;  // requests per batch; 0 = any
   size_t join_min = 1;        // continuous: sentences that join a running stream together (or all it has room for)
   size_t max_queue = 4096;    // sentences waiting; submit() refuses a request that would exceed it
+  double max_queued_cost = 0; // decoding cost waiting (sentence_cost summed); submit() refuses beyond; 0 = any
 };
+
+// What one sentence may cost to decode, the unit of serve.max_queued_cost: beam size x the output tokens its
+// search allows (floor(max_length_factor x source tokens + max_length_offset), at least 1, as
+// decode::max_output_length, without the model's position cap). A sentence that decodes to the
+// length cap costs about this many decoder rows; an ordinary one stops far earlier.
+double sentence_cost(const SearchOptions& options, size_t source_tokens);
 
 // One request's sentences in the queue. The handler thread waits on it; the decoding thread fills it.
 class Ticket {
  public:
-  explicit Ticket(size_t sentences) : results_(sentences), remaining_(sentences) {}
+  explicit Ticket(size_t sentences) : results_(sentences), remaining_(sentences), delivered_(sentences) {}
   // True once every sentence has its result, or the ticket failed; waits at most `timeout`.
   bool wait_for(std::chrono::milliseconds timeout);
   // Calls `done` once, when the ticket is done or failed (at once, in this thread, if it already is; otherwise in
@@ -97,7 +107,14 @@ class Ticket {
   void on_done(std::function<void()> done);
   // The client is gone: sentences not yet in a batch are dropped from the queue, results are discarded.
   void cancel();
+  // True when cancelled or expired: the batcher drops its sentences.
   bool cancelled() const;
+  // The request's deadline ran out (serve.request_timeout_s): the ticket is done with the results it has, its
+  // sentences still waiting or decoding are dropped, and later results are discarded.
+  void expire();
+  bool expired() const;
+  // Which sentences have their result (all of them unless expired or failed).
+  std::vector<bool> delivered() const;
   // Empty unless the work failed (the decoder threw, or the server stopped before it was done).
   std::string failure() const;
   const std::vector<std::vector<Translation>>& results() const { return results_; }
@@ -108,18 +125,22 @@ class Ticket {
   void fail(const std::string& why);
   // Under the lock: the callback to run (after unlocking) if the ticket has just become done.
   std::function<void()> take_callback_if_done();
+  bool done_locked() const { return remaining_ == 0 || !failure_.empty() || expired_; }
 
   mutable std::mutex mutex_;
   std::condition_variable done_;
   std::vector<std::vector<Translation>> results_;
   size_t remaining_;
   bool cancelled_ = false;
+  bool expired_ = false;
+  std::vector<bool> delivered_;
   std::string failure_;
   std::function<void()> on_done_;
 };
 
 class SentenceBatcher {
  public:
+  using Clock = std::chrono::steady_clock;
   // `metrics` may be null. The decoding thread starts at once.
   SentenceBatcher(const BatcherLimits& limits, BatchDecoder decoder, ServerMetrics* metrics = nullptr);
   // Continuous batching: when nothing is decoding, a batch is formed as above and a stream opened for it;
@@ -134,8 +155,11 @@ class SentenceBatcher {
   SentenceBatcher& operator=(const SentenceBatcher&) = delete;
 
   // Queues one request's sentences (piece ids; an empty one is answered at once with an empty translation).
-  // Returns null, queueing nothing, when the queue cannot take them all (the caller answers 503).
-  std::shared_ptr<Ticket> submit(std::vector<std::vector<int>> sources, const SearchOptions& options);
+  // Returns null, queueing nothing, when the queue cannot take them all (the caller answers 503; `refused`, when
+  // given, says which limit). At `deadline` the ticket expires (Ticket::expire), whatever the decoder is doing.
+  std::shared_ptr<Ticket> submit(std::vector<std::vector<int>> sources, const SearchOptions& options,
+                                 Clock::time_point deadline = Clock::time_point::max(),
+                                 std::string* refused = nullptr);
 
   // Fails every sentence still waiting (not yet in a batch) with `why`: the drain timeout ran out.
   void fail_waiting(const std::string& why);
@@ -143,9 +167,13 @@ class SentenceBatcher {
   void stop();
 
   size_t waiting() const;
+  // The decoding cost waiting (sentence_cost of every sentence not yet in a batch).
+  double queued_cost() const;
+  // An estimate of the seconds of decoding waiting: the longest of the oldest waiting request's wait, the time the
+  // static batch being decoded has run, and the queued cost at the cost per second measured so far. /health reports degraded beyond serve.health_max_queued_s.
+  double queued_seconds() const;
 
  private:
-  using Clock = std::chrono::steady_clock;
   struct Entry {
     std::shared_ptr<Ticket> ticket;
     SearchOptions options;
@@ -161,6 +189,15 @@ class SentenceBatcher {
 
   void run();
   void run_continuous();
+  // The deadline thread: expires tickets as their deadlines pass.
+  void run_deadlines();
+  // Under the lock: the queue depth and cost to the metrics.
+  void publish_queue();
+  // Under the lock, queue_ not empty: the request whose options the next batch has, the least served (fewest
+  // sentences taken) and among those the oldest, so that a new request's first sentence is in the next batch.
+  const Entry& leader() const;
+  // Under the lock: the cost of the sentences of `e` not yet taken.
+  double entry_cost(const Entry& e) const;
   // Under the lock: drops the entries of cancelled tickets.
   void drop_cancelled();
   // Under the lock: drops cancelled entries; true when a batch should be decoded now, else sets `wake`.
@@ -180,6 +217,12 @@ class SentenceBatcher {
   std::condition_variable wake_;
   std::list<Entry> queue_;  // arrival order
   size_t waiting_ = 0;      // sentences in queue_ not yet taken
+  double queued_cost_ = 0;  // their sentence_cost
+  double decoded_cost_ = 0, decoding_seconds_ = 0;  // measured: the cost decoded and the time it took
+  std::multimap<Clock::time_point, std::weak_ptr<Ticket>> deadlines_;
+  std::condition_variable deadline_wake_;
+  std::thread deadline_worker_;
+  Clock::time_point batch_started_{};  // static batching: when the batch being decoded started ({} = none)
   Clock::time_point last_batch_end_{};  // static batching: when the last batch's answers were delivered
   bool stopping_ = false;
   std::thread worker_;

@@ -102,6 +102,9 @@ std::string ServerMetrics::render() const {
   out << "parla_requests_in_flight " << in_flight_.load() << '\n';
   header(out, "parla_queue_sentences", "gauge", "Sentences waiting for a decoder batch.");
   out << "parla_queue_sentences " << queue_.load() << '\n';
+  header(out, "parla_queued_cost", "gauge",
+         "Decoding cost waiting for a batch: beam size x allowed output tokens, summed (serve.max_queued_cost).");
+  out << "parla_queued_cost " << static_cast<int64_t>(queued_cost_.load()) << '\n';
   header(out, "parla_sentences_total", "counter", "Sentences translated.");
   out << "parla_sentences_total " << sentences_.load() << '\n';
   header(out, "parla_source_tokens_total", "counter", "Source SentencePiece pieces translated.");

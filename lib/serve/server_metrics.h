@@ -38,6 +38,7 @@ class ServerMetrics {
   void sentences_translated(uint64_t sentences, uint64_t source_tokens, uint64_t target_tokens);
   void sentences_dropped(uint64_t n) { dropped_ += n; }
   void set_queue(size_t sentences) { queue_ = sentences; }
+  void set_queued_cost(double cost) { queued_cost_ = cost; }
   void in_flight(int delta) { in_flight_ += delta; }
   void set_ready(bool ready) { ready_ = ready; }
   // Connections: opened, and closed with a reason ("done", "header_timeout", "body_timeout", "write_timeout",
@@ -54,6 +55,7 @@ class ServerMetrics {
   std::atomic<int64_t> connections_{0};
   std::atomic<uint64_t> sentences_{0}, source_tokens_{0}, target_tokens_{0}, dropped_{0}, batches_{0};
   std::atomic<size_t> queue_{0};
+  std::atomic<double> queued_cost_{0};
   std::atomic<int64_t> in_flight_{0};
   std::atomic<bool> ready_{false};
   Histogram batch_sentences_, batch_requests_, batch_seconds_, latency_;

@@ -35,10 +35,13 @@ bool read_int(const json& j, const char* key, int lo, int hi, const std::string&
     error = bad(std::string("\"") + key + "\" must be an integer, got " + describe(*it));
     return false;
   }
-  const auto v = it->get<int64_t>();
+  // A number of 2^63 or more is an unsigned one: reading it as int64_t would wrap it, and the message would quote
+  // a number the client never sent, so the client's number is quoted as the parser read it.
+  const bool too_large = it->is_number_unsigned() && it->get<uint64_t>() > static_cast<uint64_t>(hi);
+  const auto v = too_large ? int64_t{hi} + 1 : it->get<int64_t>();
   if (v < lo || v > hi) {
     error = bad(std::string("\"") + key + "\" must be between " + std::to_string(lo) + " and " +
-                std::to_string(hi) + " (" + hi_reason + "), got " + std::to_string(v));
+                std::to_string(hi) + " (" + hi_reason + "), got " + excerpt(it->dump()));
     return false;
   }
   out = static_cast<int>(v);
@@ -54,6 +57,13 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
   const size_t invalid = text::find_invalid_utf8(body);
   if (invalid != std::string::npos) {
     error = bad("the request body is not valid UTF-8 (byte " + std::to_string(invalid) + ")");
+    return false;
+  }
+  // A raw NUL is never valid JSON (a string must escape it as \u0000, and it is no whitespace), but the parser
+  // takes it as the end of its input: JSON, a NUL and garbage would pass as the JSON alone.
+  const size_t nul = body.find('\0');
+  if (nul != std::string::npos) {
+    error = bad("the request body is not valid JSON: it holds a NUL byte (byte " + std::to_string(nul) + ")");
     return false;
   }
   json j;
@@ -152,6 +162,12 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
 
 std::string format_translate_response(const TranslateRequest& request,
                                       const std::vector<std::vector<Translation>>& per_line) {
+  return format_translate_response(request, per_line, std::vector<bool>(per_line.size(), true), "");
+}
+
+std::string format_translate_response(const TranslateRequest& request,
+                                      const std::vector<std::vector<Translation>>& per_line,
+                                      const std::vector<bool>& done, const std::string& error) {
   const Translation empty;
   auto hyp = [&](size_t line, size_t k) -> const Translation& {
     const auto& list = per_line[line];
@@ -161,6 +177,12 @@ std::string format_translate_response(const TranslateRequest& request,
   json answers = json::array();
   for (size_t t = 0; t < request.texts.size(); ++t) {
     const size_t begin = request.line_begin[t], end = request.line_begin[t + 1];
+    bool complete = true;
+    for (size_t l = begin; l < end; ++l) complete = complete && l < done.size() && done[l];
+    if (!complete) {
+      answers.push_back(nullptr);
+      continue;
+    }
     // How many hypotheses this text has: the fewest of its lines' (a line with none, e.g. empty, counts as 1).
     size_t n = static_cast<size_t>(request.search.n_best);
     for (size_t l = begin; l < end; ++l) n = std::min(n, std::max<size_t>(1, per_line[l].size()));
@@ -187,6 +209,7 @@ std::string format_translate_response(const TranslateRequest& request,
   } else {
     body["translations"] = answers;
   }
+  if (!error.empty()) body["error"] = error;
   // Invalid UTF-8 cannot reach here (requests are validated and SentencePiece decodes to valid UTF-8); replace
   // rather than throw if it ever did.
   return body.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -58,6 +58,11 @@ using Translation = decode::Translation;
 // multi-line text joins the k-th hypotheses of its lines and sums their scores.
 std::string format_translate_response(const TranslateRequest& request,
                                       const std::vector<std::vector<Translation>>& per_line);
+// A partial answer (504, serve.request_timeout_s): the same shape, with null for each text that has a line not in
+// `done`, and an "error" field saying why.
+std::string format_translate_response(const TranslateRequest& request,
+                                      const std::vector<std::vector<Translation>>& per_line,
+                                      const std::vector<bool>& done, const std::string& error);
 
 // At most `max_bytes` of `s` (cut at a character boundary), marked when cut: what an error message may quote of
 // a client's bytes (a field name, a path, a value).

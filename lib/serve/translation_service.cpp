@@ -1,5 +1,9 @@
 #include "serve/translation_service.h"
 
+#include <algorithm>
+#include <cmath>
+#include <sstream>
+
 namespace parla::serve {
 namespace {
 
@@ -11,6 +15,13 @@ Reply error_reply(int status, const std::string& message, int retry_after = 0) {
   r.body = error_body(message);
   r.retry_after = retry_after;
   return r;
+}
+
+// 0.5 -> "0.5", 60 -> "60".
+std::string seconds_text(double s) {
+  std::ostringstream out;
+  out << s;
+  return out.str();
 }
 
 }  // namespace
@@ -32,6 +43,7 @@ void TranslationService::start(Backend backend) {
   b.batch_requests = static_cast<size_t>(serve_.batch_requests);
   b.join_min = static_cast<size_t>(serve_.join_min);
   b.max_queue = static_cast<size_t>(serve_.max_queue);
+  b.max_queued_cost = serve_.max_queued_cost;
   auto batcher = backend.open_stream ? std::make_shared<SentenceBatcher>(b, backend.open_stream, &metrics_)
                                      : std::make_shared<SentenceBatcher>(b, backend.decode, &metrics_);
   std::lock_guard<std::mutex> lock(mutex_);
@@ -44,6 +56,17 @@ Reply TranslationService::health() const {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!accepting_) return error_reply(503, "stopping", 0);
   if (!batcher_) return error_reply(503, "loading the model", 1);
+  if (serve_.health_max_queued_s > 0) {
+    // Degraded: a load balancer should send its traffic elsewhere until the queue drains.
+    const double queued = batcher_->queued_seconds();
+    if (queued > serve_.health_max_queued_s) {
+      Reply r = error_reply(503, "degraded: the queue holds about " + std::to_string(static_cast<int64_t>(queued)) +
+                                     " s of decoding, more than serve.health_max_queued_s",
+                            static_cast<int>(std::min(60.0, std::ceil(queued - serve_.health_max_queued_s))));
+      r.retry_after = std::max(1, r.retry_after);
+      return r;
+    }
+  }
   Reply r;
   r.body = R"({"status":"ok"})";
   return r;
@@ -138,11 +161,15 @@ bool TranslationService::begin(const std::string& body, Job& job, Reply& reply) 
   // megabyte of text waiting in the queue would otherwise be held twice (texts and lines) until its answer.
   std::vector<std::string>(job.request.texts.size()).swap(job.request.texts);
   std::vector<std::string>().swap(job.request.lines);
-  job.ticket = batcher->submit(std::move(sources), job.request.search);
+  const auto deadline =
+      serve_.request_timeout_s > 0
+          ? job.arrived + std::chrono::duration_cast<Clock::duration>(
+                              std::chrono::duration<double>(std::min(serve_.request_timeout_s, 1e9)))
+          : Clock::time_point::max();
+  std::string refused;
+  job.ticket = batcher->submit(std::move(sources), job.request.search, deadline, &refused);
   if (!job.ticket) {
-    reply = error_reply(503, "the server is overloaded: the queue holds its limit of " +
-                                 std::to_string(serve_.max_queue) + " sentences (serve.max_queue); retry later",
-                        1);
+    reply = error_reply(503, "the server is overloaded: " + refused + "; retry later", 1);
     count(reply, job.arrived);
     return false;
   }
@@ -157,7 +184,13 @@ Reply TranslationService::finish(const Job& job) {
     return reply;
   }
   const std::string failure = job.ticket->failure();
-  if (!failure.empty()) {
+  if (job.ticket->expired()) {
+    reply.status = 504;
+    reply.body = format_translate_response(
+        job.request, job.ticket->results(), job.ticket->delivered(),
+        "the request took longer than its deadline of " + seconds_text(serve_.request_timeout_s) +
+            " s (serve.request_timeout_s); the lines not yet translated are null");
+  } else if (!failure.empty()) {
     reply = error_reply(503, "translation failed: " + failure, 1);
   } else {
     reply.body = format_translate_response(job.request, job.ticket->results());

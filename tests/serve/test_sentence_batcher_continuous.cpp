@@ -250,3 +250,40 @@ TEST_CASE("continuous batching: a cancelled request's sentences leave the stream
   CHECK(log.removed == 2);
   CHECK_THAT(metrics.render(), Catch::Contains("parla_dropped_sentences_total 2"));
 }
+
+TEST_CASE("continuous batching: at its deadline a request is answered and its sentences leave the running search",
+          "[continuous]") {
+  StreamLog log;
+  BatcherLimits limits;
+  limits.max_wait_ms = 0;
+  SentenceBatcher batcher(limits, toy_opener(log));
+  // Two sentences that would take 100,000 steps each (100 s), and one of 20 steps that finishes in time.
+  std::vector<std::vector<int>> endless{sentence_of(1, 100000), sentence_of(2, 100000), sentence_of(3, 20)};
+  const auto start = SentenceBatcher::Clock::now();
+  auto t = batcher.submit(endless, search_with(5, 1), start + 200ms);
+  REQUIRE(t->wait_for(5000ms));
+  const double took = std::chrono::duration<double>(SentenceBatcher::Clock::now() - start).count();
+  CHECK(t->expired());
+  CHECK(took >= 0.2);
+  CHECK(took < 0.5);
+  // The short sentence was delivered before the deadline, the endless ones were not.
+  const auto done = t->delivered();
+  CHECK(done == std::vector<bool>{false, false, true});
+  CHECK(t->results()[2][0].text == stream_text(endless[2]));
+  for (int i = 0; i < 1000; ++i) {
+    {
+      std::lock_guard<std::mutex> lock(log.mutex);
+      if (log.removed == 2) break;
+    }
+    std::this_thread::sleep_for(1ms);
+  }
+  {
+    std::lock_guard<std::mutex> lock(log.mutex);
+    CHECK(log.removed == 2);
+  }
+  // The search stopped working for it: no more steps once the stream is empty.
+  std::this_thread::sleep_for(20ms);
+  const int steps = log.steps;
+  std::this_thread::sleep_for(50ms);
+  CHECK(log.steps == steps);
+}

@@ -117,6 +117,33 @@ TEST_CASE("every malformed request is refused with 400 and a message naming what
   }
 }
 
+TEST_CASE("a beam size of 2^63 or more is refused quoting the client's number, not a wrapped one (issue 59)") {
+  // 2^63 + 3 read as int64_t wraps to a negative number; the message must quote what was sent.
+  for (const std::string n : {"9223372036854775811", "9223372036854775808", "18446744073709551615"}) {
+    INFO(n);
+    auto e = refusal(R"({"text": "a", "beam_size": )" + n + "}");
+    CHECK(e.status == 400);
+    CHECK(e.message == "\"beam_size\" must be between 1 and 10 (serve.max_beam_size), got " + n);
+  }
+  auto negative = refusal(R"({"text": "a", "beam_size": -5})");
+  CHECK_THAT(negative.message, Catch::EndsWith("got -5"));
+  auto n_best = refusal(R"({"text": "a", "beam_size": 2, "n_best": 9223372036854775808})");
+  CHECK_THAT(n_best.message, Catch::EndsWith("got 9223372036854775808"));
+}
+
+TEST_CASE("JSON followed by a NUL byte and garbage is refused with 400 (issue 59)") {
+  const std::string valid = R"({"text": "a"})";
+  accepted(valid);
+  for (const std::string tail : {std::string("\0", 1), std::string("\0garbage", 8), std::string("  \0{}", 5)}) {
+    auto e = refusal(valid + tail);
+    CHECK(e.status == 400);
+    CHECK_THAT(e.message, Catch::Contains("NUL byte (byte " + std::to_string(valid.size() + tail.find('\0')) + ")"));
+  }
+  // Inside a string a NUL is refused too (JSON requires \u0000 there), and the escaped form is accepted.
+  CHECK(refusal(std::string("{\"text\": \"a\0b\"}", 15)).status == 400);
+  CHECK(accepted(R"({"text": "a\u0000b"})").texts[0] == std::string("a\0b", 3));
+}
+
 TEST_CASE("more sentences than serve.max_sentences, as texts or as lines, is 413") {
   RequestLimits limits;
   limits.max_sentences = 3;

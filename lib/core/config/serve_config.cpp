@@ -39,6 +39,23 @@ const config::SectionSchema<ServeConfig>& ServeConfig::schema() {
     s.add("max_queue", &ServeConfig::max_queue,
           "Sentences waiting for a batch; a request that would exceed it is refused with 503 and Retry-After.",
           at_least(1)).flag("--max-queue");
+    s.add("request_timeout_s", &ServeConfig::request_timeout_s,
+          "Seconds a translation request may take from its arrival to its answer; then it is answered 504 with "
+          "the lines translated so far (null for the rest) and an \"error\", and its sentences leave the queue "
+          "and, with serve.continuous, the running batch (without it, a batch already decoding runs to its end). "
+          "0 = no deadline.",
+          at_least(0)).flag("--request-timeout");
+    s.add("max_queued_cost", &ServeConfig::max_queued_cost,
+          "Decoding cost the queue may hold, summed over the waiting sentences as beam size x the output tokens "
+          "their search allows (decoding.max_length_factor x source pieces + decoding.max_length_offset); a "
+          "request that would exceed it is refused with 503 and Retry-After. 0 = no bound.",
+          at_least(0)).flag("--max-queued-cost");
+    s.add("health_max_queued_s", &ServeConfig::health_max_queued_s,
+          "GET /health answers 503 with Retry-After (degraded) while the queue holds more than this many seconds "
+          "of decoding: the oldest waiting request's wait, the time the batch being decoded has run (static "
+          "batching), or the queued cost at the cost per second measured so far, whichever is longest. 0 = "
+          "/health never reports degraded.",
+          at_least(0)).flag("--health-max-queued");
     s.add("max_request_bytes", &ServeConfig::max_request_bytes, "Largest request body in bytes (413 beyond).",
           at_least(64)).flag("--max-request-bytes");
     s.add("max_sentences", &ServeConfig::max_sentences,

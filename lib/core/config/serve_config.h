@@ -18,6 +18,10 @@ struct ServeConfig {
   bool continuous = false;         // continuous batching: sentences join and leave a running batch between steps
   int join_min = 1;                // continuous batching: sentences that join a running batch together
   int max_queue = 4096;            // sentences waiting for a batch; beyond it requests get 503 + Retry-After
+  // Bounded decoding work (issue 59): a request's deadline, the queue bounded in decoding cost, degraded health.
+  double request_timeout_s = 60;   // per request, from arrival to answer; 504 with what is done (0 = none)
+  int max_queued_cost = 4000000;   // beam x allowed output tokens of the waiting sentences (503 beyond; 0 = any)
+  double health_max_queued_s = 10; // /health answers 503 when the queue holds more seconds of decoding (0 = never)
   int max_request_bytes = 1 << 20; // request body limit (413 beyond)
   int max_sentences = 1024;        // sentences (lines of all texts) per request (413 beyond)
   int max_beam_size = 10;          // the largest "beam_size" a request may ask for (400 beyond)
