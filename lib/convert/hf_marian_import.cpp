@@ -15,6 +15,7 @@
 #include "formats/json_file.h"
 #include "models/tensor_archive.h"
 #include "nn/positional_encoding.h"
+#include "text/sentencepiece_model_check.h"
 
 namespace parla::convert {
 
@@ -191,6 +192,8 @@ ImportedModel read_hf_marian(const std::string& dir) {
   for (int64_t id : order_t) m.tgt_pieces.push_back(tgt_vocab[static_cast<size_t>(id)]);
   m.src_spm = formats::read_bounded_file((fs::path(dir) / "source.spm").string(), 64u << 20);
   m.tgt_spm = formats::read_bounded_file((fs::path(dir) / "target.spm").string(), 64u << 20);
+  text::check_sentencepiece_model(m.src_spm, (fs::path(dir) / "source.spm").string());
+  text::check_sentencepiece_model(m.tgt_spm, (fs::path(dir) / "target.spm").string());
 
   // Weights.
   const std::string st = (fs::path(dir) / "model.safetensors").string();

@@ -13,6 +13,7 @@
 #include "formats/bounded_file.h"
 #include "formats/mapped_file.h"
 #include "formats/npz.h"
+#include "text/sentencepiece_model_check.h"
 
 namespace parla::convert {
 
@@ -247,6 +248,8 @@ ImportedModel read_marian(const std::string& dir) {
   for (int64_t id : order_t) m.tgt_pieces.push_back(tgt_vocab[static_cast<size_t>(id)]);
   m.src_spm = formats::read_bounded_file((fs::path(dir) / "source.spm").string(), 64u << 20);
   m.tgt_spm = formats::read_bounded_file((fs::path(dir) / "target.spm").string(), 64u << 20);
+  text::check_sentencepiece_model(m.src_spm, (fs::path(dir) / "source.spm").string());
+  text::check_sentencepiece_model(m.tgt_spm, (fs::path(dir) / "target.spm").string());
 
   // Weights: Marian's matrices are [in, out] (x W), parla's [out, in]; biases and norms are [1, n].
   auto with_pad_row = [](const torch::Tensor& table) {

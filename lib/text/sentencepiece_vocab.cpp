@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <fstream>
 #include <unordered_map>
 
 #include "core/error.h"
 #include "text/sentencepiece_library.h"
+#include "text/sentencepiece_model_check.h"
 
 namespace parla::text {
 
@@ -24,11 +26,12 @@ std::string take_error(char* p) {
 }
 
 // `check_specials`: the model's own ids are parla's (no piece table), so its special ids must be parla's.
-std::shared_ptr<const void> load_model(const std::string& data, bool from_file, const std::string& what,
-                                       bool check_specials = true) {
+// `proto`: the model's bytes, checked here before SentencePiece, which trusts them, reads them.
+std::shared_ptr<const void> load_model(const std::string& proto, const std::string& what, bool check_specials = true) {
   const auto& lib = sentencepiece_library();
+  check_sentencepiece_model(proto, what);
   char* error = nullptr;
-  void* m = lib.load(data.data(), data.size(), from_file ? 1 : 0, &error);
+  void* m = lib.load(proto.data(), proto.size(), 0, &error);
   if (!m) throw DataError("cannot load SentencePiece model " + what + ": " + take_error(error));
   std::shared_ptr<const void> model(m, [](const void* p) { sentencepiece_library().free_model(const_cast<void*>(p)); });
   if (!check_specials) return model;
@@ -47,6 +50,10 @@ std::string piece_of(const void* model, int id) {
   char* p = sentencepiece_library().id_to_piece(model, id, &n);
   return take(p, n);
 }
+
+// Far above any real model (a 250,000-piece vocabulary is about 5 MB); the converters read source.spm with the same
+// bound.
+constexpr size_t kMaxModelFileBytes = size_t{64} << 20;
 
 bool is_language_token(const std::string& piece) {
   return piece.size() > 4 && piece.compare(0, 2, ">>") == 0 && piece.compare(piece.size() - 2, 2, "<<") == 0;
@@ -68,7 +75,7 @@ SentencePieceVocab::SentencePieceVocab(std::shared_ptr<const void> model)
 SentencePieceVocab SentencePieceVocab::from_serialized(const std::string& proto, std::vector<std::string> pieces) {
   if (pieces.size() < 4)
     throw DataError("a piece table of " + std::to_string(pieces.size()) + " entries cannot hold pad, unk, bos, eos");
-  SentencePieceVocab v(load_model(proto, false, "(serialized bytes)", /*check_specials=*/false));
+  SentencePieceVocab v(load_model(proto, "(serialized bytes)", /*check_specials=*/false));
   auto t = std::make_shared<Table>();
   const void* m = v.model_.get();
   for (size_t i = 0; i < pieces.size(); ++i)
@@ -111,11 +118,22 @@ SentencePieceVocab SentencePieceVocab::load(const std::string& model_path) {
   std::error_code ec;
   if (!std::filesystem::is_regular_file(model_path, ec))
     throw DataError("SentencePiece model not found: '" + model_path + "'");
-  return SentencePieceVocab(load_model(model_path, true, "'" + model_path + "'"));
+  // Read here rather than by SentencePiece, so that the bytes are checked first.
+  std::ifstream in(model_path, std::ios::binary);
+  std::string proto;
+  char buf[1 << 16];
+  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
+    proto.append(buf, static_cast<size_t>(in.gcount()));
+    if (proto.size() > kMaxModelFileBytes)
+      throw DataError("SentencePiece model '" + model_path + "' is over " + std::to_string(kMaxModelFileBytes >> 20) +
+                      " MiB");
+  }
+  if (in.bad()) throw DataError("cannot read SentencePiece model '" + model_path + "'");
+  return SentencePieceVocab(load_model(proto, "'" + model_path + "'"));
 }
 
 SentencePieceVocab SentencePieceVocab::from_serialized(const std::string& proto) {
-  return SentencePieceVocab(load_model(proto, false, "(serialized bytes)"));
+  return SentencePieceVocab(load_model(proto, "(serialized bytes)"));
 }
 
 std::vector<int> SentencePieceVocab::encode(const std::string& line) const {
