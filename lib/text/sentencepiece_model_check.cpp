@@ -168,12 +168,18 @@ std::string normalizer_problem(const char* p, size_t size) {
 std::string piece_problem(const char* p, size_t size, size_t index) {
   WireReader r(p, size);
   Field f;
+  size_t text_bytes = 0;  // the last field 1 wins, as protobuf reads it
   while (!r.done()) {
     if (!r.next(f)) return "its piece " + std::to_string(index) + " is malformed";
-    if (f.number == 1 && f.wire_type == 2 && f.size > kMaxSentencePieceBytes)
-      return "its piece " + std::to_string(index) + " is " + std::to_string(f.size) + " bytes long (at most " +
-             std::to_string(kMaxSentencePieceBytes) + ")";
+    if (f.number == 1 && f.wire_type == 2) {
+      if (f.size > kMaxSentencePieceBytes)
+        return "its piece " + std::to_string(index) + " is " + std::to_string(f.size) + " bytes long (at most " +
+               std::to_string(kMaxSentencePieceBytes) + ")";
+      text_bytes = f.size;
+    }
   }
+  // Darts-clone throws building the piece trie from an empty key (a fuzz finding: the process aborted).
+  if (text_bytes == 0) return "its piece " + std::to_string(index) + " is empty";
   return "";
 }
 

@@ -15,7 +15,7 @@ constexpr size_t kMaxSentencePieceBytes = 4096;
 constexpr size_t kMaxCharsmapReplacementBytes = 1024;
 
 // Throws DataError starting with `what` when the serialized ModelProto is malformed where SentencePiece reads it
-// (the wire format of its pieces and normalizer specs), has a piece over kMaxSentencePieceBytes, or a normalizer or
+// (the wire format of its pieces and normalizer specs), has an empty piece or one over kMaxSentencePieceBytes, or a normalizer or
 // denormalizer charsmap whose trie can be walked outside its array or to a replacement outside its strings.
 void check_sentencepiece_model(const std::string& proto, const std::string& what);
 

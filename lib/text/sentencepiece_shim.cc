@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <exception>
 #include <iostream>
 #include <new>
 #include <streambuf>
@@ -89,11 +90,19 @@ class VectorIterator : public sentencepiece::SentenceIterator {
 
 extern "C" {
 
+// SentencePiece's Darts-clone throws on some malformed models (a zero-length piece): an error like any other, as
+// no exception may cross this C interface.
 void* pspm_load(const char* data, size_t n, int from_file, char** error) {
   auto* sp = new sentencepiece::SentencePieceProcessor();
-  auto status = from_file ? sp->Load(std::string(data, n)) : sp->LoadFromSerializedProto(std::string(data, n));
-  if (!status.ok()) {
-    set_error(error, status.ToString());
+  try {
+    auto status = from_file ? sp->Load(std::string(data, n)) : sp->LoadFromSerializedProto(std::string(data, n));
+    if (!status.ok()) {
+      set_error(error, status.ToString());
+      delete sp;
+      return nullptr;
+    }
+  } catch (const std::exception& e) {
+    set_error(error, e.what());
     delete sp;
     return nullptr;
   }
