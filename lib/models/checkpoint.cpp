@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <new>
+#include <set>
 
 #include <torch/torch.h>
 
@@ -108,29 +109,48 @@ void quantize_while_loading(const TensorArchive& archive, Seq2SeqModel& model, c
 
 void load_int8(const TensorArchive& archive, Seq2SeqModel& model, const std::vector<std::string>& names) {
   const std::string& path = archive.path();
+  // Every stored matrix is checked against the config's shape before any is packed: packing pads each row to the
+  // product's panel width, so a matrix stored one column wide (or named twice) would grow many times its bytes in
+  // the file before use_int8_weight could refuse it.
+  std::set<std::string> seen;
+  std::vector<std::vector<int64_t>> shapes;
   for (size_t i = 0; i < names.size(); ++i) {
+    if (!seen.insert(names[i]).second)
+      throw DataError(path + ": int8 checkpoint names the weight '" + names[i] + "' twice");
     // Format 1 numbered them; format 2 names them after the weight.
     const std::string base = archive.legacy() ? "int8." : "int8." + names[i] + ".";
     const std::string suffix = archive.legacy() ? "_" + std::to_string(i) : "";
     torch::Tensor values, scales;
     if (!archive.try_read(base + "values" + suffix, values) || !archive.try_read(base + "scales" + suffix, scales))
       throw DataError(path + ": int8 checkpoint lacks the weights of '" + names[i] + "'");
-    bool used = false;
-    // Int8Matrix::from needs a matrix and a scale per row (use_int8_weight checks the rest).
-    if (values.scalar_type() == torch::kChar && scales.scalar_type() == torch::kFloat && values.dim() == 2 &&
-        scales.dim() == 1 && scales.size(0) == values.size(0)) {
-      // Packed straight from the file: where the panels hold the codes (nn/int8_matrix.h) no copy of them is made
-      // at all (the OPUS-MT-sized embedding's 30 MB twice at the peak); elsewhere they are copied out of the file,
-      // since the model keeps them for as long as it lives.
-      auto m = nn::Int8Matrix::from(values, scales.clone());
-      if (!m.codes_in_panels()) m.values = m.values.clone();
-      used = use_int8_weight(model, names[i], std::move(m));
-    }
+    const std::vector<int64_t> want = int8_weight_shape(model, names[i]);
+    if (want.empty())
+      throw DataError(path + ": checkpoint does not match the model: the model has no quantizable weight '" +
+                      names[i] + "'");
+    if (values.scalar_type() != torch::kChar || scales.scalar_type() != torch::kFloat ||
+        values.sizes().vec() != want || scales.dim() != 1 || scales.size(0) != want[0])
+      throw DataError(path + ": checkpoint does not match the model: int8 weight '" + names[i] + "' has shape " +
+                      c10::str(values.sizes()) + " (" + std::string(c10::toString(values.scalar_type())) +
+                      ") and scales " + c10::str(scales.sizes()) + " (" +
+                      std::string(c10::toString(scales.scalar_type())) + "), the model expects " +
+                      c10::str(c10::IntArrayRef(want)) + " (Char) and [" + std::to_string(want[0]) + "] (Float)");
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string base = archive.legacy() ? "int8." : "int8." + names[i] + ".";
+    const std::string suffix = archive.legacy() ? "_" + std::to_string(i) : "";
+    torch::Tensor values, scales;
+    archive.try_read(base + "values" + suffix, values);
+    archive.try_read(base + "scales" + suffix, scales);
+    // Packed straight from the file: where the panels hold the codes (nn/int8_matrix.h) no copy of them is made
+    // at all (the OPUS-MT-sized embedding's 30 MB twice at the peak); elsewhere they are copied out of the file,
+    // since the model keeps them for as long as it lives.
+    auto m = nn::Int8Matrix::from(values, scales.clone());
+    if (!m.codes_in_panels()) m.values = m.values.clone();
+    const bool used = use_int8_weight(model, names[i], std::move(m));
     archive.release(base + "values" + suffix);
     archive.release(base + "scales" + suffix);
-    if (!used)
-      throw DataError(path + ": checkpoint does not match the model: int8 weight '" + names[i] + "' has shape " +
-                      c10::str(values.sizes()) + " (" + std::string(c10::toString(values.scalar_type())) + ")");
+    if (!used)  // the shapes were checked above: only a weight the model shares between names gets here
+      throw DataError(path + ": checkpoint does not match the model: int8 weight '" + names[i] + "' is not usable");
   }
 }
 
