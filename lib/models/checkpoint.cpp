@@ -192,18 +192,24 @@ void require_float_checkpoint(const ModelMeta& meta, const std::string& path, co
                     " needs the float checkpoint it was quantized from");
 }
 
-void build_within_file_budget(const std::string& path, const std::function<void()>& build) {
+void build_within_file_budget(const std::string& path, const std::function<void()>& build, uint64_t overhead_bytes) {
   std::error_code ec;
   const uint64_t file = std::filesystem::file_size(path, ec);
   const uint64_t limit = (ec ? 0 : 4 * file) + (uint64_t{256} << 20);
-  AllocationBudget budget(limit);
+  const auto refuse = [&](const std::string& what) {
+    return DataError(path + ": the model config stored in the checkpoint describes a model of more than " +
+                     std::to_string(limit >> 20) + " MiB" + what + ", but the file holds " +
+                     std::to_string(file >> 20) + " MiB: a damaged or hostile config (vocabulary sizes, layers " +
+                     "or model dimensions)");
+  };
+  if (overhead_bytes >= limit)
+    throw refuse(" (its layers' modules alone take " + std::to_string(overhead_bytes >> 20) + " MiB)");
+  AllocationBudget budget(limit - overhead_bytes);
   try {
     build();
   } catch (...) {
     if (!budget.exceeded()) throw;
-    throw DataError(path + ": the model config stored in the checkpoint describes a model of more than " +
-                    std::to_string(limit >> 20) + " MiB, but the file holds " + std::to_string(file >> 20) +
-                    " MiB: a damaged or hostile config (vocabulary sizes or model dimensions)");
+    throw refuse("");
   }
 }
 
@@ -270,12 +276,15 @@ std::shared_ptr<torch::nn::Module> build_saved_model(const std::string& path, co
     config::ConfigBuilder builder;
     builder.merge(nlohmann::json{{"model", meta.config["model"]}}, "checkpoint " + path);
     const ModelConfig cfg = builder.build().model;
-    build_within_file_budget(path, [&] {
-      if (cfg.type == ModelType::kBert)
-        model = build_bert(cfg, meta.tgt_vocab_size);
-      else
-        model = build_seq2seq(cfg, meta.src_vocab_size, meta.tgt_vocab_size);
-    });
+    build_within_file_budget(
+        path,
+        [&] {
+          if (cfg.type == ModelType::kBert)
+            model = build_bert(cfg, meta.tgt_vocab_size);
+          else
+            model = build_seq2seq(cfg, meta.src_vocab_size, meta.tgt_vocab_size);
+        },
+        module_overhead_bytes(cfg));
   } catch (const ConfigError& e) {
     throw DataError(path + ": the model config stored in the checkpoint is not usable: " + e.what());
   }
