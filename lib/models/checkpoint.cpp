@@ -254,7 +254,12 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, const Mo
   archive.save(path);
 }
 
-ModelMeta read_meta(const std::string& path) { return read_meta_from(TensorArchive::load(path)); }
+ModelMeta read_meta(const std::string& path) {
+  const auto archive = TensorArchive::load(path);
+  ModelMeta meta = read_meta_from(archive);
+  archive.check_unchanged();
+  return meta;
+}
 
 void load_weights(const std::string& path, torch::nn::Module& model,
                   const std::function<void(const TensorArchive&)>& extra) {
@@ -264,6 +269,7 @@ void load_weights(const std::string& path, torch::nn::Module& model,
   require_float_checkpoint(meta, path, "loading weights into a model for training");
   load_module(archive, model);
   if (extra) extra(archive);
+  archive.check_unchanged();  // a file truncated under the load read zeros: refused, not trained on
 }
 
 std::shared_ptr<torch::nn::Module> build_saved_model(const std::string& path, const ModelMeta& meta) {
@@ -316,6 +322,7 @@ LoadedSeq2Seq load_seq2seq(const std::string& path, const torch::Device& device,
   } else {
     load_module(archive, *out.model, out.meta.int8);
   }
+  archive.check_unchanged();  // a file truncated under the load read zeros: refused, not translated with
   out.model->eval();
   return out;
 }
