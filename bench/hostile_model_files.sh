@@ -75,7 +75,7 @@ echo "|---|---|---|---|---|"
 IFS=, read -ra wanted <<< "$cases"
 for c in "${wanted[@]}"; do
   case $c in
-    fifo) row fifo "echo hello | $bin/parla-translate -m $work/fifo.pt" ;;
+    fifo) row fifo "$bin/parla-translate -m $work/fifo.pt </dev/null" ;;
     layers) row layers "$bin/parla-train quantize $work/layers.pt -o $work/out.pt" ;;
     pickle) row pickle "$bin/parla-train quantize $work/pickle.pt -o $work/out.pt" ;;
     int8) row int8 "$bin/parla-train quantize $work/int8.pt -o $work/out.pt" ;;
