@@ -6,7 +6,8 @@
 
 namespace parla::formats {
 
-// DataError naming the file when it is missing, unreadable or larger than `max_bytes`.
+// DataError naming the file when it is missing, unreadable, not a regular file (a FIFO is refused before it is
+// opened) or larger than `max_bytes`.
 std::string read_bounded_file(const std::string& path, uint64_t max_bytes);
 
 }  // namespace parla::formats

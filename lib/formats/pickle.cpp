@@ -29,10 +29,11 @@ constexpr size_t kMaxDims = 64;
 
 class Unpickler {
  public:
-  Unpickler(const uint8_t* data, size_t size) : p_(data), size_(size) {}
+  Unpickler(const uint8_t* data, size_t size, uint64_t max_bytes) : p_(data), size_(size), max_bytes_(max_bytes) {}
 
   PickleTree run() {
     while (true) {
+      if (op_at_ != at_) account();
       op_at_ = at_;
       const uint8_t op = byte();
       switch (op) {
@@ -46,6 +47,8 @@ class Unpickler {
         case '.': {  // STOP
           if (stack_.empty() || !marks_.empty()) fail("STOP with an unbalanced stack");
           tree_.root = stack_.back();
+          account();
+          tree_.accounted_bytes = peak_;
           return std::move(tree_);
         }
         case '(':
@@ -115,12 +118,14 @@ class Unpickler {
         case 'a': {  // APPEND
           const uint32_t v = pop();
           container(Kind::List, "APPEND").items.push_back(v);
+          items_bytes_ += 2 * sizeof(uint32_t);
           break;
         }
         case 'e': {  // APPENDS
           auto items = pop_mark();
           auto& list = container(Kind::List, "APPENDS").items;
           list.insert(list.end(), items.begin(), items.end());
+          items_bytes_ += 2 * sizeof(uint32_t) * items.size();
           break;
         }
         case 's': {  // SETITEM
@@ -128,6 +133,7 @@ class Unpickler {
           auto& dict = container(Kind::Dict, "SETITEM").items;
           dict.push_back(k);
           dict.push_back(v);
+          items_bytes_ += 4 * sizeof(uint32_t);
           break;
         }
         case 'u': {  // SETITEMS
@@ -135,6 +141,7 @@ class Unpickler {
           if (items.size() % 2) fail("SETITEMS with an odd number of items");
           auto& dict = container(Kind::Dict, "SETITEMS").items;
           dict.insert(dict.end(), items.begin(), items.end());
+          items_bytes_ += 2 * sizeof(uint32_t) * items.size();
           break;
         }
         case 'N':
@@ -208,6 +215,22 @@ class Unpickler {
   }
 
  private:
+  // What the parse holds, counted from the containers' capacities (twice: the buffers a vector outgrew add up to its
+  // capacity again, and a heap allocator may keep them) and the bytes copied into the nodes; refused past
+  // max_bytes_, so that a pickle of one-byte instructions that each make a node (or a mark, or a memo entry) cannot
+  // take many times its size.
+  void account() {
+    const uint64_t vectors = tree_.nodes.capacity() * sizeof(PickleNode) + stack_.capacity() * sizeof(uint32_t) +
+                             marks_.capacity() * sizeof(size_t) + memo_.bucket_count() * sizeof(void*);
+    const uint64_t used = 2 * vectors + memo_.size() * kMemoEntryBytes + items_bytes_;
+    if (used > peak_) peak_ = used;
+    if (used > max_bytes_)
+      fail("unpacking it takes more than " + std::to_string(max_bytes_ >> 20) + " MiB, the most a pickle of " +
+           std::to_string(size_) + " bytes may take");
+  }
+  // An unordered_map node of two uint32 (key, value, hash link) and its allocation header.
+  static constexpr uint64_t kMemoEntryBytes = 48;
+
   [[noreturn]] void fail(const std::string& why) const {
     throw DataError("refused pickle: " + why + " (at byte " + std::to_string(op_at_) + ")");
   }
@@ -262,6 +285,7 @@ class Unpickler {
     if (len > size_ - at_) fail("a string longer than the rest of the pickle");
     const uint32_t n = make(Kind::String);
     node(n).s.assign(reinterpret_cast<const char*>(p_ + at_), static_cast<size_t>(len));
+    items_bytes_ += len;
     at_ += static_cast<size_t>(len);
     push(n);
   }
@@ -282,6 +306,7 @@ class Unpickler {
     const size_t m = marks_.back();
     marks_.pop_back();
     std::vector<uint32_t> items(stack_.begin() + static_cast<std::ptrdiff_t>(m), stack_.end());
+    items_bytes_ += items.size() * sizeof(uint32_t);
     stack_.resize(m);
     return items;
   }
@@ -299,6 +324,7 @@ class Unpickler {
   uint32_t global(const std::string& module, const std::string& name) {
     const uint32_t n = make(Kind::Global);
     node(n).s = module + "." + name;
+    items_bytes_ += node(n).s.size();
     const std::string shown = module.size() + name.size() > 200 ? "a long name" : "'" + module + "." + name + "'";
     if (module == "__torch__" || module.rfind("__torch__.", 0) == 0) {
       node(n).i = kClass;
@@ -330,7 +356,8 @@ class Unpickler {
     if (node(cls).kind != Kind::Global || node(cls).i != kClass) fail("NEWOBJ of something that is not a module");
     if (node(args).kind != Kind::Tuple || !node(args).items.empty()) fail("NEWOBJ with arguments");
     const uint32_t n = make(Kind::Object);
-    node(n).s = node(cls).s;
+    node(n).s = node(cls).s;  // a copy per object: a long class name made into many objects is counted each time
+    items_bytes_ += node(n).s.size();
     node(n).i = 0;  // not built yet
     push(n);
   }
@@ -411,6 +438,7 @@ class Unpickler {
     const uint32_t n = make(Kind::Tensor);
     node(n).storage = a[0];
     node(n).offset = offset;
+    items_bytes_ += 2 * sizeof(int64_t) * sizes.size();
     node(n).sizes = std::move(sizes);
     node(n).strides = std::move(strides);
     node(n).dtype = node(a[0]).dtype;
@@ -432,6 +460,7 @@ class Unpickler {
     const uint32_t n = make(Kind::Storage);
     node(n).dtype = dtype;
     node(n).s = key;
+    items_bytes_ += key.size();
     node(n).i = numel;
     push(n);
   }
@@ -439,6 +468,7 @@ class Unpickler {
   const uint8_t* p_;
   size_t size_;
   size_t at_ = 0, op_at_ = 0;
+  uint64_t max_bytes_, items_bytes_ = 0, peak_ = 0;
   PickleTree tree_;
   std::vector<uint32_t> stack_;
   std::vector<size_t> marks_;
@@ -447,6 +477,14 @@ class Unpickler {
 
 }  // namespace
 
-PickleTree parse_pickle(const uint8_t* data, size_t size) { return Unpickler(data, size).run(); }
+uint64_t pickle_memory_budget(size_t size) { return 4 * static_cast<uint64_t>(size) + (uint64_t{64} << 20); }
+
+PickleTree parse_pickle(const uint8_t* data, size_t size, uint64_t max_bytes) {
+  return Unpickler(data, size, max_bytes).run();
+}
+
+PickleTree parse_pickle(const uint8_t* data, size_t size) {
+  return parse_pickle(data, size, pickle_memory_budget(size));
+}
 
 }  // namespace parla::formats

@@ -10,8 +10,10 @@
 //     torch.jit._pickle's build_*list and restore_type_tag, which only wrap a value.
 // Anything else (another global, a REDUCE on anything but those, a BUILD with a non-dictionary state, text-mode
 // instructions) is refused with the instruction's offset. Values live in one arena and refer to each other by
-// index, so a hostile pickle cannot make reference cycles leak or recursion overflow here; the memory used is
-// bounded by a small multiple of the pickle's size.
+// index, so a hostile pickle cannot make reference cycles leak or recursion overflow here. The memory the parse
+// holds is counted as it goes (nodes, stack, marks, memo, copied bytes) and the pickle refused past
+// pickle_memory_budget: a node is ~150 bytes, so a pickle of one-byte instructions that each make one once took
+// 250-280x its size.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -40,10 +42,16 @@ struct PickleNode {
 struct PickleTree {
   std::vector<PickleNode> nodes;
   uint32_t root = 0;
+  uint64_t accounted_bytes = 0;  // the most the parse held, by its own count (an upper bound of its heap use)
   const PickleNode& at(uint32_t i) const { return nodes[i]; }
 };
 
-// Parses a whole pickle. DataError naming the offending instruction and its byte offset.
+// What parsing a pickle of `size` bytes may hold: four times its size plus 64 MiB.
+uint64_t pickle_memory_budget(size_t size);
+
+// Parses a whole pickle. DataError naming the offending instruction and its byte offset, or the budget
+// (`max_bytes`, by default pickle_memory_budget) where the parse would hold more.
 PickleTree parse_pickle(const uint8_t* data, size_t size);
+PickleTree parse_pickle(const uint8_t* data, size_t size, uint64_t max_bytes);
 
 }  // namespace parla::formats

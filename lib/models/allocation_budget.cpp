@@ -26,6 +26,19 @@ compat::ObservedAllocator* installed() {
 
 }  // namespace
 
+uint64_t module_overhead_bytes(const ModelConfig& cfg) {
+  const auto count = [](int n) { return static_cast<uint64_t>(n > 0 ? n : 0); };
+  switch (cfg.type) {
+    case ModelType::kRnn:
+      return count(cfg.rnn_layers) * kRnnLayerOverhead;
+    case ModelType::kBert:
+      return count(cfg.encoder_layers) * kEncoderLayerOverhead;
+    case ModelType::kTransformer:
+      break;
+  }
+  return count(cfg.encoder_layers) * kEncoderLayerOverhead + count(cfg.decoder_layers) * kDecoderLayerOverhead;
+}
+
 void charge_allocation(size_t n) {
   AllocationBudget* b = current;
   if (!b) return;

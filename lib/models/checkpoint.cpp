@@ -4,6 +4,7 @@
 #include <cstring>
 #include <filesystem>
 #include <new>
+#include <set>
 
 #include <torch/torch.h>
 
@@ -112,29 +113,48 @@ void quantize_while_loading(const TensorArchive& archive, Seq2SeqModel& model, c
 
 void load_int8(const TensorArchive& archive, Seq2SeqModel& model, const std::vector<std::string>& names) {
   const std::string& path = archive.path();
+  // Every stored matrix is checked against the config's shape before any is packed: packing pads each row to the
+  // product's panel width, so a matrix stored one column wide (or named twice) would grow many times its bytes in
+  // the file before use_int8_weight could refuse it.
+  std::set<std::string> seen;
+  std::vector<std::vector<int64_t>> shapes;
   for (size_t i = 0; i < names.size(); ++i) {
+    if (!seen.insert(names[i]).second)
+      throw DataError(path + ": int8 checkpoint names the weight '" + names[i] + "' twice");
     // Format 1 numbered them; format 2 names them after the weight.
     const std::string base = archive.legacy() ? "int8." : "int8." + names[i] + ".";
     const std::string suffix = archive.legacy() ? "_" + std::to_string(i) : "";
     torch::Tensor values, scales;
     if (!archive.try_read(base + "values" + suffix, values) || !archive.try_read(base + "scales" + suffix, scales))
       throw DataError(path + ": int8 checkpoint lacks the weights of '" + names[i] + "'");
-    bool used = false;
-    // Int8Matrix::from needs a matrix and a scale per row (use_int8_weight checks the rest).
-    if (values.scalar_type() == torch::kChar && scales.scalar_type() == torch::kFloat && values.dim() == 2 &&
-        scales.dim() == 1 && scales.size(0) == values.size(0)) {
-      // Packed straight from the file: where the panels hold the codes (nn/int8_matrix.h) no copy of them is made
-      // at all (the OPUS-MT-sized embedding's 30 MB twice at the peak); elsewhere they are copied out of the file,
-      // since the model keeps them for as long as it lives.
-      auto m = nn::Int8Matrix::from(values, scales.clone());
-      if (!m.codes_in_panels()) m.values = m.values.clone();
-      used = use_int8_weight(model, names[i], std::move(m));
-    }
+    const std::vector<int64_t> want = int8_weight_shape(model, names[i]);
+    if (want.empty())
+      throw DataError(path + ": checkpoint does not match the model: the model has no quantizable weight '" +
+                      names[i] + "'");
+    if (values.scalar_type() != torch::kChar || scales.scalar_type() != torch::kFloat ||
+        values.sizes().vec() != want || scales.dim() != 1 || scales.size(0) != want[0])
+      throw DataError(path + ": checkpoint does not match the model: int8 weight '" + names[i] + "' has shape " +
+                      c10::str(values.sizes()) + " (" + std::string(c10::toString(values.scalar_type())) +
+                      ") and scales " + c10::str(scales.sizes()) + " (" +
+                      std::string(c10::toString(scales.scalar_type())) + "), the model expects " +
+                      c10::str(c10::IntArrayRef(want)) + " (Char) and [" + std::to_string(want[0]) + "] (Float)");
+  }
+  for (size_t i = 0; i < names.size(); ++i) {
+    const std::string base = archive.legacy() ? "int8." : "int8." + names[i] + ".";
+    const std::string suffix = archive.legacy() ? "_" + std::to_string(i) : "";
+    torch::Tensor values, scales;
+    archive.try_read(base + "values" + suffix, values);
+    archive.try_read(base + "scales" + suffix, scales);
+    // Packed straight from the file: where the panels hold the codes (nn/int8_matrix.h) no copy of them is made
+    // at all (the OPUS-MT-sized embedding's 30 MB twice at the peak); elsewhere they are copied out of the file,
+    // since the model keeps them for as long as it lives.
+    auto m = nn::Int8Matrix::from(values, scales.clone());
+    if (!m.codes_in_panels()) m.values = m.values.clone();
+    const bool used = use_int8_weight(model, names[i], std::move(m));
     archive.release(base + "values" + suffix);
     archive.release(base + "scales" + suffix);
-    if (!used)
-      throw DataError(path + ": checkpoint does not match the model: int8 weight '" + names[i] + "' has shape " +
-                      c10::str(values.sizes()) + " (" + std::string(c10::toString(values.scalar_type())) + ")");
+    if (!used)  // the shapes were checked above: only a weight the model shares between names gets here
+      throw DataError(path + ": checkpoint does not match the model: int8 weight '" + names[i] + "' is not usable");
   }
 }
 
@@ -176,18 +196,24 @@ void require_float_checkpoint(const ModelMeta& meta, const std::string& path, co
                     " needs the float checkpoint it was quantized from");
 }
 
-void build_within_file_budget(const std::string& path, const std::function<void()>& build) {
+void build_within_file_budget(const std::string& path, const std::function<void()>& build, uint64_t overhead_bytes) {
   std::error_code ec;
   const uint64_t file = std::filesystem::file_size(path, ec);
   const uint64_t limit = (ec ? 0 : 4 * file) + (uint64_t{256} << 20);
-  AllocationBudget budget(limit);
+  const auto refuse = [&](const std::string& what) {
+    return DataError(path + ": the model config stored in the checkpoint describes a model of more than " +
+                     std::to_string(limit >> 20) + " MiB" + what + ", but the file holds " +
+                     std::to_string(file >> 20) + " MiB: a damaged or hostile config (vocabulary sizes, layers " +
+                     "or model dimensions)");
+  };
+  if (overhead_bytes >= limit)
+    throw refuse(" (its layers' modules alone take " + std::to_string(overhead_bytes >> 20) + " MiB)");
+  AllocationBudget budget(limit - overhead_bytes);
   try {
     build();
   } catch (...) {
     if (!budget.exceeded()) throw;
-    throw DataError(path + ": the model config stored in the checkpoint describes a model of more than " +
-                    std::to_string(limit >> 20) + " MiB, but the file holds " + std::to_string(file >> 20) +
-                    " MiB: a damaged or hostile config (vocabulary sizes or model dimensions)");
+    throw refuse("");
   }
 }
 
@@ -232,7 +258,12 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, const Mo
   archive.save(path);
 }
 
-ModelMeta read_meta(const std::string& path) { return read_meta_from(TensorArchive::load(path)); }
+ModelMeta read_meta(const std::string& path) {
+  const auto archive = TensorArchive::load(path);
+  ModelMeta meta = read_meta_from(archive);
+  archive.check_unchanged();
+  return meta;
+}
 
 void load_weights(const std::string& path, torch::nn::Module& model,
                   const std::function<void(const TensorArchive&)>& extra) {
@@ -242,6 +273,7 @@ void load_weights(const std::string& path, torch::nn::Module& model,
   require_float_checkpoint(meta, path, "loading weights into a model for training");
   load_module(archive, model);
   if (extra) extra(archive);
+  archive.check_unchanged();  // a file truncated under the load read zeros: refused, not trained on
 }
 
 std::shared_ptr<torch::nn::Module> build_saved_model(const std::string& path, const ModelMeta& meta) {
@@ -254,12 +286,15 @@ std::shared_ptr<torch::nn::Module> build_saved_model(const std::string& path, co
     config::ConfigBuilder builder;
     builder.merge(nlohmann::json{{"model", meta.config["model"]}}, "checkpoint " + path);
     const ModelConfig cfg = builder.build().model;
-    build_within_file_budget(path, [&] {
-      if (cfg.type == ModelType::kBert)
-        model = build_bert(cfg, meta.tgt_vocab_size);
-      else
-        model = build_seq2seq(cfg, meta.src_vocab_size, meta.tgt_vocab_size);
-    });
+    build_within_file_budget(
+        path,
+        [&] {
+          if (cfg.type == ModelType::kBert)
+            model = build_bert(cfg, meta.tgt_vocab_size);
+          else
+            model = build_seq2seq(cfg, meta.src_vocab_size, meta.tgt_vocab_size);
+        },
+        module_overhead_bytes(cfg));
   } catch (const ConfigError& e) {
     throw DataError(path + ": the model config stored in the checkpoint is not usable: " + e.what());
   }
@@ -291,6 +326,7 @@ LoadedSeq2Seq load_seq2seq(const std::string& path, const torch::Device& device,
   } else {
     load_module(archive, *out.model, out.meta.int8);
   }
+  archive.check_unchanged();  // a file truncated under the load read zeros: refused, not translated with
   out.model->eval();
   return out;
 }

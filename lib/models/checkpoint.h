@@ -102,7 +102,9 @@ std::shared_ptr<torch::nn::Module> build_saved_model(const std::string& path, co
 // Runs `build`, which constructs a model from a config read out of checkpoint `path`, with LibTorch's CPU
 // allocations on this thread capped at four times the file's size plus 256 MiB (models/allocation_budget.h): a
 // config that describes a model far larger than the weights the file holds is refused with a DataError naming
-// the file, before its memory is allocated.
-void build_within_file_budget(const std::string& path, const std::function<void()>& build);
+// the file, before its memory is allocated. `overhead_bytes` (module_overhead_bytes of the config) is what the
+// modules take beyond their tensors: counted against the same cap, and refused before anything is built.
+void build_within_file_budget(const std::string& path, const std::function<void()>& build,
+                              uint64_t overhead_bytes = 0);
 
 }  // namespace parla::models

@@ -65,6 +65,19 @@ std::vector<std::string> int8_weight_names(Seq2SeqModel& model) {
   return out;
 }
 
+std::vector<int64_t> int8_weight_shape(Seq2SeqModel& model, const std::string& name) {
+  if (name == "output_weight") {
+    auto* t = dynamic_cast<TransformerModel*>(&model);
+    if (!t || !t->output_weight.defined()) return {};
+    return t->output_weight.sizes().vec();
+  }
+  std::vector<int64_t> shape;
+  for_each_quantizable(model, [&](const std::string& n, nn::LinearImpl* l, nn::EmbeddingImpl* e) {
+    if (shape.empty() && n == name) shape = (l ? l->weight : e->weight).sizes().vec();
+  });
+  return shape;
+}
+
 bool use_int8_weight(Seq2SeqModel& model, const std::string& name, nn::Int8Matrix m) {
   if (m.values.dim() != 2 || m.scales.dim() != 1 || m.scales.size(0) != m.values.size(0)) return false;
   if (name == "output_weight") {

@@ -22,6 +22,9 @@ std::vector<std::pair<std::string, const nn::Int8Matrix*>> int8_weights(Seq2SeqM
 // The parameter names quantize_int8 quantizes, in its order ("output_weight" last where the model has one).
 std::vector<std::string> int8_weight_names(Seq2SeqModel& model);
 
+// The shape of the model's quantizable weight `name` (as int8_weight_names names it); empty when it has none.
+std::vector<int64_t> int8_weight_shape(Seq2SeqModel& model, const std::string& name);
+
 // Installs a stored matrix as the parameter `name` (an int8 checkpoint). False when the model has no such
 // quantizable weight or the shape differs.
 bool use_int8_weight(Seq2SeqModel& model, const std::string& name, nn::Int8Matrix m);

@@ -72,6 +72,10 @@ void TensorArchive::release(const std::string& name) const {
   file_->release(it->second.data_ptr(), static_cast<size_t>(nbytes(it->second)));  // ignored unless in the file
 }
 
+void TensorArchive::check_unchanged() const {
+  if (file_) file_->check_unchanged();
+}
+
 const std::string* TensorArchive::read_string(const std::string& name) const {
   auto it = strings_.find(name);
   return it == strings_.end() ? nullptr : &it->second;
@@ -172,8 +176,10 @@ TensorArchive TensorArchive::load(const std::string& path, const torch::Device& 
       a.tensors_[e.name] = value;
     }
   } catch (const DataError& e) {
+    file->check_unchanged();  // what looked damaged was a file cut short while it was read
     throw DataError(path + ": not a readable checkpoint: " + e.what());
   }
+  file->check_unchanged();
   return a;
 }
 

@@ -38,6 +38,9 @@ class TensorArchive {
   // process's memory (formats::MappedFile::release), so that loading holds one tensor of the file at a time rather
   // than all of it. Only for a tensor that was read, not written in place. Reading it again maps it in again.
   void release(const std::string& name) const;
+  // DataError "FILE changed while it was read" where the file shrank under its mapping while it was read
+  // (formats::MappedFile::check_unchanged): the loaders call it once they have copied everything out.
+  void check_unchanged() const;
   // nullptr when absent.
   const std::string* read_string(const std::string& name) const;
   bool contains(const std::string& name) const;

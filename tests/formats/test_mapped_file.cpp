@@ -53,3 +53,31 @@ TEST_CASE("released pages leave the process and read the same bytes again") {
   }
   CHECK(checksum(file->data(), file->size()) == want);
 }
+
+TEST_CASE("a file truncated while it is mapped reads zeros past its new end and is refused, not a SIGBUS") {
+  parla::testing::TempDir dir("mapped-truncated");
+  const size_t page = static_cast<size_t>(::sysconf(_SC_PAGESIZE)), pages = 16;
+  const std::string content(pages * page, 'x');
+  const auto path = dir.write("weights.bin", content);
+  const auto file = MappedFile::open(path);
+  CHECK_FALSE(file->changed());
+  CHECK(checksum(file->data(), file->size()) == checksum(reinterpret_cast<const uint8_t*>(content.data()),
+                                                         content.size()));
+  CHECK_NOTHROW(file->check_unchanged());
+  REQUIRE(::truncate(path.c_str(), static_cast<off_t>(2 * page)) == 0);  // as `cp other.pt` over it would
+  size_t x = 0, zero = 0;
+  for (size_t i = 0; i < file->size(); ++i) {
+    if (file->data()[i] == 'x') ++x;
+    else if (file->data()[i] == 0) ++zero;
+  }
+  CHECK(x == 2 * page);  // the part still in the file reads the same
+  CHECK(zero == (pages - 2) * page);
+  CHECK(file->changed());
+  CHECK_THROWS_WITH(file->check_unchanged(), Catch::Contains(path + ": changed while it was read"));
+  CHECK_THROWS_WITH(file->release(file->data(), page), Catch::Contains("changed while it was read"));
+  // a mapping of another file is not affected
+  const auto other = MappedFile::open(dir.write("other.bin", content));
+  CHECK(checksum(other->data(), other->size()) == checksum(reinterpret_cast<const uint8_t*>(content.data()),
+                                                           content.size()));
+  CHECK_FALSE(other->changed());
+}

@@ -287,3 +287,30 @@ TEST_CASE("the checkpoint in ../shared/models gives the CPU's outputs on a GPU",
   auto b = gpu.model->forward(src.cuda(), tgt.cuda()).cpu();
   CHECK((a - b).abs().max().item<double>() < 1e-3);
 }
+
+TEST_CASE("a checkpoint truncated in place between mapping and reading its weights is refused, not a SIGBUS") {
+  TempDir dir("checkpoint-truncated-while-read");
+  torch::manual_seed(3);
+  auto cfg = parla::testing::tiny_transformer();
+  cfg.d_model = 64;
+  cfg.ffn_dim = 256;
+  auto model = build_seq2seq(cfg, 500, 500);
+  const auto path = dir.file("model.pt");
+  save_checkpoint(path, *model, meta_for(cfg));
+  const auto size = std::filesystem::file_size(path);
+  for (bool int8 : {false, true}) {
+    INFO("quantized while loading " << int8);
+    const auto copy = dir.file(int8 ? "int8.pt" : "float.pt");
+    std::filesystem::copy_file(path, copy, std::filesystem::copy_options::overwrite_existing);
+    // on_meta runs once the file is mapped and its header read, before any weight is: the file is cut there, as
+    // another process replacing it in place would (deterministically, rather than by racing one).
+    CHECK_THROWS_WITH(load_seq2seq(copy, torch::kCPU,
+                                   [&](const ModelMeta&) {
+                                     std::filesystem::resize_file(copy, size / 4);
+                                   },
+                                   int8),
+                      Catch::Contains(copy + ": changed while it was read"));
+  }
+  // the untouched file loads, and the same model as before
+  CHECK(outputs(*load_seq2seq(path).model).equal(outputs(*model)));
+}

@@ -189,7 +189,10 @@ TEST_CASE("a config that claims a huge model is refused naming the file, before 
     nlohmann::json value;
   };
   for (const auto& claim : {Claim{"/tgt_vocab_size", int64_t{1} << 40}, Claim{"/tgt_vocab_size", int64_t{1} << 26},
-                            Claim{"/config/model/d_model", 1 << 16}, Claim{"/config/model/ffn_dim", 1 << 28}}) {
+                            Claim{"/config/model/d_model", 1 << 16}, Claim{"/config/model/ffn_dim", 1 << 28},
+                            // next to no weights, but 100,000 layers of modules (4.5 GB before they were counted)
+                            Claim{"/config/model/encoder_layers", 100000},
+                            Claim{"/config/model/decoder_layers", 1000000}}) {
     INFO(claim.key << " " << claim.value);
     auto archive = TensorArchive::load(dir.file("good.pt"));
     auto meta = nlohmann::json::parse(*archive.read_string("parla_meta"));

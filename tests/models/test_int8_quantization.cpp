@@ -17,6 +17,7 @@
 #include "models/checkpoint.h"
 #include "models/factory.h"
 #include "models/int8_quantization.h"
+#include "models/tensor_archive.h"
 #include "models/tiny_config.h"
 #include "support/cuda.h"
 #include "support/temp_dir.h"
@@ -310,5 +311,45 @@ TEST_CASE("a checkpoint whose weights do not fit its config is refused naming th
       CHECK(what.find("does not match the model") != std::string::npos);
       CHECK(what.find("ffn.fc") != std::string::npos);
     }
+  }
+}
+
+TEST_CASE("an int8 checkpoint's matrices are checked against the config before any is packed", "[int8]") {
+  TempDir dir("int8-shapes");
+  auto cfg = parla::testing::tiny_transformer();
+  cfg.d_model = 64;
+  cfg.ffn_dim = 256;
+  auto model = build_seq2seq(cfg, 500, 500);
+  quantize_int8(*model);
+  const std::string fc1 = "encoder.layers.0.ffn.fc1.weight";
+  REQUIRE(int8_weight_shape(*model, fc1) == std::vector<int64_t>{256, 64});
+  CHECK(int8_weight_shape(*model, "encoder.layers.0.no_such.weight").empty());
+
+  SECTION("a config narrower than the stored matrices") {
+    auto claimed = cfg;
+    claimed.ffn_dim = 128;
+    const auto path = dir.file("narrow.pt");
+    save_checkpoint(path, *model, meta_of(claimed));
+    CHECK_THROWS_WITH(load_seq2seq(path, torch::kCPU),
+                      Catch::Contains(path) && Catch::Contains("does not match the model") &&
+                          Catch::Contains("ffn.fc") && Catch::Contains("the model expects [128, 64]"));
+  }
+  SECTION("a matrix stored one column wide (which packing would pad many times over)") {
+    const auto good = dir.file("good.pt");
+    save_checkpoint(good, *model, meta_of(cfg));
+    REQUIRE_NOTHROW(load_seq2seq(good, torch::kCPU));
+    const auto stored = TensorArchive::load(good);
+    TensorArchive edited;
+    for (const auto& name : stored.string_names()) edited.write(name, *stored.read_string(name));
+    for (const auto& name : stored.tensor_names()) {
+      torch::Tensor t;
+      stored.try_read(name, t);
+      edited.write(name, name == "int8." + fc1 + ".values" ? t.reshape({-1, 1}).clone() : t.clone());
+    }
+    const auto path = dir.file("column.pt");
+    edited.save(path);
+    CHECK_THROWS_WITH(load_seq2seq(path, torch::kCPU),
+                      Catch::Contains(path) && Catch::Contains("'" + fc1 + "' has shape [16384, 1]") &&
+                          Catch::Contains("the model expects [256, 64]"));
   }
 }
