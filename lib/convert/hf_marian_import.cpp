@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "convert/hf_marian_layout.h"
+#include "convert/marian_import.h"
 #include "core/bounded_json.h"
 #include "core/error.h"
 #include "formats/bounded_file.h"
@@ -41,22 +42,7 @@ std::vector<std::string> read_vocab(const std::string& path) {
       ids.push_back(id.get<int64_t>());
     });
   }
-  const int64_t n = static_cast<int64_t>(pieces.size());
-  std::vector<bool> seen(pieces.size(), false);
-  for (size_t k = 0; k < pieces.size(); ++k) {
-    const int64_t id = ids[k];
-    if (id < 0 || id >= n || seen[static_cast<size_t>(id)])
-      throw DataError(path + ": id " + std::to_string(id) + " (piece '" + pieces[k].substr(0, 60) +
-                      "') is out of range or given twice; the ids must be 0 .. " + std::to_string(n - 1));
-    seen[static_cast<size_t>(id)] = true;
-  }
-  // Each swap puts one piece at its id for good.
-  for (size_t k = 0; k < pieces.size(); ++k)
-    while (ids[k] != static_cast<int64_t>(k)) {
-      const auto to = static_cast<size_t>(ids[k]);
-      std::swap(pieces[k], pieces[to]);
-      std::swap(ids[k], ids[to]);
-    }
+  pieces = pieces_by_id(std::move(pieces), std::move(ids), path);
   // A piece given twice (JSON's last-one-wins would have dropped one of its ids): adjacent once sorted.
   std::vector<const std::string*> sorted;
   sorted.reserve(pieces.size());

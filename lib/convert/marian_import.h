@@ -10,6 +10,7 @@
 // embedding and bias, as Hugging Face's conversion does, so an OPUS-MT model imports to the same checkpoint from
 // either place. Anything else (other architectures, pre-norm, SSRU or average-attention decoders, tied layers,
 // trained positions, right-to-left models) is refused naming the file and the option.
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -24,5 +25,10 @@ ImportedModel read_marian(const std::string& dir);
 // PyYAML write it), the piece of each id 0 .. n-1. Read line by line in memory a small multiple of the file; a
 // DataError naming the file and line for anything else (another YAML shape, an id out of range or given twice).
 std::vector<std::string> read_marian_vocab(const std::string& path);
+
+// pieces[k] has id ids[k] (a vocab.yml's or vocab.json's entries in file order): the piece of each id, which must
+// number 0 .. n-1 once each (DataError naming `path` and the piece otherwise).
+std::vector<std::string> pieces_by_id(std::vector<std::string> pieces, std::vector<int64_t> ids,
+                                      const std::string& path);
 
 }  // namespace parla::convert

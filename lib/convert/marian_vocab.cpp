@@ -199,14 +199,18 @@ std::vector<std::string> read_marian_vocab(const std::string& path) {
     }
   }
   if (pieces.empty()) throw DataError(path + ": not a YAML map of piece: id");
-  // piece -> id, numbering 0 .. n-1 once each.
+  return pieces_by_id(std::move(pieces), std::move(ids), path);
+}
+
+std::vector<std::string> pieces_by_id(std::vector<std::string> pieces, std::vector<int64_t> ids,
+                                      const std::string& path) {
   const int64_t n = static_cast<int64_t>(pieces.size());
   std::vector<bool> seen(pieces.size(), false);
   for (size_t k = 0; k < pieces.size(); ++k) {
     const int64_t id = ids[k];
-    if (id >= n || seen[static_cast<size_t>(id)])
+    if (id < 0 || id >= n || seen[static_cast<size_t>(id)])
       throw DataError(path + ": id " + std::to_string(id) + " (piece '" + pieces[k].substr(0, 60) +
-                      "') is out of range or given twice");
+                      "') is out of range or given twice; the ids must be 0 .. " + std::to_string(n - 1));
     seen[static_cast<size_t>(id)] = true;
   }
   // Each swap puts one piece at its id for good.
