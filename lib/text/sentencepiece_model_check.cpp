@@ -176,6 +176,9 @@ std::string piece_problem(const char* p, size_t size, size_t index) {
         return "its piece " + std::to_string(index) + " is " + std::to_string(f.size) + " bytes long (at most " +
                std::to_string(kMaxSentencePieceBytes) + ")";
       text_bytes = f.size;
+      // Darts-clone keys are C strings: a piece with a NUL byte is cut there, "\0" becomes an empty key.
+      if (std::memchr(f.data, '\0', f.size) != nullptr)
+        return "its piece " + std::to_string(index) + " holds a NUL byte";
     }
   }
   // Darts-clone throws building the piece trie from an empty key (a fuzz finding: the process aborted).

@@ -319,13 +319,16 @@ TEST_CASE("bytes that are not protobuf are refused before SentencePiece reads th
   CHECK_NOTHROW(parla::text::check_sentencepiece_model(nfkc_model() + std::string("\xf8\x07\x05", 3), "x"));
 }
 
-TEST_CASE("an empty piece is refused naming the file (a fuzz finding: SentencePiece's trie builder threw)") {
-  // The finding as libFuzzer wrote it, kept in the fuzz seeds; and an empty piece added to a sound model.
+TEST_CASE("an empty piece or one with a NUL byte is refused naming the file (a fuzz finding: Darts-clone threw)") {
+  // The finding as libFuzzer wrote it (its last piece is "\0", an empty key to Darts-clone), kept in the fuzz seeds;
+  // and an empty piece, or one with a NUL inside, put into a sound model.
   const std::string finding = std::string(PARLA_SOURCE_DIR) + "/fuzz/corpus_sentencepiece/finding_empty_piece.model";
   const std::string e = refusal([&] { SentencePieceVocab::load(finding); });
-  CHECK_THAT(e, Catch::Contains(finding) && Catch::Contains("is empty"));
+  CHECK_THAT(e, Catch::Contains(finding) && Catch::Contains("holds a NUL byte"));
   CHECK_THAT(refusal([&] { SentencePieceVocab::from_serialized(with_piece(nfkc_model(), "")); }),
              Catch::Contains("is empty"));
+  CHECK_THAT(refusal([&] { SentencePieceVocab::from_serialized(with_piece(nfkc_model(), std::string("a\0b", 3))); }),
+             Catch::Contains("holds a NUL byte"));
 }
 
 }  // namespace sentencepiece_model_check_test
