@@ -11,6 +11,7 @@
 
 #include <catch2/catch.hpp>
 #include <chrono>
+#include <random>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -41,19 +42,27 @@ using parla::train::DataParallel;
 
 namespace {
 
-// A port that was free a moment ago (bind to port 0 and let the kernel choose).
+// A port that was free a moment ago. Chosen at random below the kernel's ephemeral range (32768-60999 on Linux):
+// a port the kernel handed out for bind(0) could be handed again to any client socket of a test running beside this
+// one before rank 0 listens on it (CI saw EADDRINUSE that way); ports below the range are only ever taken by name.
 int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  REQUIRE(fd >= 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
+  static std::mt19937 pick(static_cast<unsigned>(::getpid()) ^
+                           static_cast<unsigned>(std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::uniform_int_distribution<int> port_in(20000, 32000);
+  for (int attempt = 0; attempt < 200; ++attempt) {
+    const int port = port_in(pick);
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    const bool bound = ::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+    ::close(fd);
+    if (bound) return port;
+  }
+  FAIL("no free port between 20000 and 32000 after 200 tries");
+  return 0;
 }
 
 // Starts one process per rank running argv_of(rank) with the torchrun variables set (stdout and stderr to
