@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "decode/beam_candidates.h"
 #include "decode/beam_candidates_device.h"
+#include "decode/between_steps.h"
 #include "decode/length_penalty.h"
 #include "decode/search_shortlist.h"
 #include "decode/step_constraints.h"
@@ -279,8 +280,10 @@ std::vector<NBestList> beam_search(models::Seq2SeqModel& model, const torch::Ten
   for (int64_t b = 0; b < batch; ++b) ids[b] = b;
   search.add(src, ids);
   std::vector<NBestList> out(batch);
-  while (search.size() > 0)
+  for (bool first = true; search.size() > 0; first = false) {
+    if (!first) between_steps();
     for (auto& [id, best] : search.step()) out[id] = std::move(best);
+  }
   return out;
 }
 

@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include "decode/between_steps.h"
 #include "decode/length_penalty.h"
 #include "decode/search_shortlist.h"
 #include "decode/step_constraints.h"
@@ -40,6 +41,7 @@ std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const tor
                          model.has_step_logits(*state);
 
   for (int64_t step = 0; !active.empty(); ++step) {
+    if (step > 0) between_steps();
     torch::Tensor attention;
     if (o.shortlist) shortlist.row_vocabulary.assign(active.begin(), active.end());
     std::vector<int64_t> row_limit(active.size());
