@@ -20,6 +20,7 @@
 #include "runtime/runtime.h"
 #include "runtime/runtime_device.h"
 #include "core/schema_flags.h"
+#include "decode/between_steps.h"
 #include "decode/translator.h"
 #include "serve/http_server.h"
 #include "serve/stop_signal.h"
@@ -109,11 +110,14 @@ int parla_serve_main(int argc, char** argv) {
     translator = std::make_unique<parla::decode::Translator>(
         parla::decode::Translator::load(models, config.decoding, static_cast<uint64_t>(config.runtime.seed), dev));
     parla::serve::Backend backend;
+    backend.search = translator->options();  // with the shortlist it loaded (decoding.shortlist)
     backend.encode = [t = translator.get()](const std::string& line) { return t->encode_line(line, "a request"); };
     backend.decode = [t = translator.get()](const std::vector<std::vector<int>>& sources,
                                             const parla::decode::SearchOptions& options) {
       try {
         return t->translate_encoded(sources, options);
+      } catch (const parla::decode::SearchInterrupted&) {
+        throw;  // the batcher stopped it: nobody waits for it any more
       } catch (const std::exception& e) {
         spdlog::error("decoding a batch of {} sentences failed: {}", sources.size(), parla::brief_reason(e));
         throw std::runtime_error(parla::brief_reason(e));

@@ -209,8 +209,9 @@ class Probe:
         start = time.monotonic()
         while not self.stopping.is_set():
             when.append(time.monotonic() - start)
-            status, _, t = request(self.server.port, "GET", "/health")
-            health.append(t if status == 200 else None)
+            status, body, t = request(self.server.port, "GET", "/health")
+            # 503 "degraded" (serve.health_max_queued_s) is /health doing its job under valid load: answered.
+            health.append(t if status == 200 or (status == 503 and b"degraded" in (body or b"")) else None)
             status, _, t = request(self.server.port, "POST", "/translate", b'{"text": "A dog runs."}')
             translate.append(t if status == 200 else None)
             rss.append(self.server.rss_mb())
@@ -843,17 +844,27 @@ def attack_starve(server, args):
         t.start()
     time.sleep(1.0)
     health_busy = request(server.port, "GET", "/health")[0]
-    status, _, took = request(server.port, "POST", "/translate", b'{"text": "A dog runs on the grass."}', timeout=120)
+    # Ordinary requests at beam 1, the default beam and beam 10, one after the other while the long ones decode.
+    ordinary = []
+    for beam in (1, None, 10):
+        req = {"text": "A dog runs on the grass."}
+        if beam:
+            req["beam_size"] = beam
+        st, _, took = request(server.port, "POST", "/translate", json.dumps(req).encode(), timeout=120)
+        ordinary.append((beam or "default", st, took))
+        time.sleep(1.0)
     for t in threads:
         t.join(600)
     time.sleep(1.0)
     health_after = request(server.port, "GET", "/health")[0]
     counts = {str(k): statuses.count(k) for k in sorted(set(statuses), key=str)}
-    what = (f"{n} requests of 64 length-cap lines at beam 10: statuses {counts}; an ordinary request {status} in "
-            f"{took:.2f} s; /health {health_busy} under load, {health_after} after")
+    peak = server.status_kb("VmHWM") / 1024
+    what = (f"{n} requests of 64 length-cap lines at beam 10: statuses {counts}; ordinary requests " +
+            ", ".join(f"beam {b}: {st} in {t:.2f} s" for b, st, t in ordinary) +
+            f"; /health {health_busy} under load, {health_after} after; server peak RSS {peak:.0f} MB")
     fails = []
-    if status != 200 or took > 2.0:
-        fails.append("the ordinary request should be answered 200 within 2 s")
+    if any(st != 200 or t > 2.0 for _, st, t in ordinary):
+        fails.append("every ordinary request should be answered 200 within 2 s")
     if any(s not in (200, 503, 504) for s in statuses):
         fails.append("each long request should end in 200, 503 or 504")
     if health_after != 200:

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "decode/between_steps.h"
 #include "serve/server_metrics.h"
 
 namespace parla::serve {
@@ -103,8 +104,9 @@ SentenceBatcher::SentenceBatcher(const BatcherLimits& limits, BatchDecoder decod
   deadline_worker_ = std::thread([this] { run_deadlines(); });
 }
 
-SentenceBatcher::SentenceBatcher(const BatcherLimits& limits, StreamOpener opener, ServerMetrics* metrics)
-    : limits_(limits), opener_(std::move(opener)), metrics_(metrics) {
+SentenceBatcher::SentenceBatcher(const BatcherLimits& limits, StreamOpener opener, ServerMetrics* metrics,
+                                 BatchDecoder preempting)
+    : limits_(limits), decoder_(std::move(preempting)), opener_(std::move(opener)), metrics_(metrics) {
   limits_.batch_size = std::max<size_t>(1, limits_.batch_size);
   worker_ = std::thread([this] { run_continuous(); });
   deadline_worker_ = std::thread([this] { run_deadlines(); });
@@ -284,7 +286,7 @@ bool SentenceBatcher::batch_ready(Clock::time_point now, Clock::time_point& wake
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(limits_.max_wait_ms));
   if (now >= deadline) return true;
   // Full: enough sentences with the next batch's options to fill the sentence or token budget.
-  const auto& options = leader().options;
+  const auto& options = leader()->options;
   size_t sentences = 0, tokens = 0, requests = 0;
   for (const auto& e : queue_) {
     if (!(e.options == options)) continue;
@@ -301,33 +303,47 @@ bool SentenceBatcher::batch_ready(Clock::time_point now, Clock::time_point& wake
 }
 
 std::vector<SentenceBatcher::Item> SentenceBatcher::take_batch(std::vector<std::vector<int>>& sources,
-                                                               SearchOptions& options, size_t capacity) {
-  options = leader().options;
+                                                               SearchOptions& options, size_t capacity,
+                                                               double max_cost, double cost_budget,
+                                                               bool alone_may_exceed) {
+  const Entry* lead = leader(max_cost);
+  if (!lead) return {};
+  options = lead->options;
   // The requests this batch draws from: the least served first (fewest sentences taken), then in arrival order.
   // In arrival order alone, a batch of 64 took one sentence from each of the first 64 long requests, again and
   // again, and a one-line request behind them waited until they were done (issue 59).
   std::vector<Entry*> members;
   for (auto& e : queue_)
-    if (e.options == options) members.push_back(&e);
+    if (e.options == options && next_fitting(e, max_cost) < e.order.size()) members.push_back(&e);
   std::stable_sort(members.begin(), members.end(), [](const Entry* a, const Entry* b) { return a->next < b->next; });
   if (limits_.batch_requests > 0 && members.size() > limits_.batch_requests) members.resize(limits_.batch_requests);
   std::vector<Item> items;
   size_t longest = 0;
+  double batch_cost = 0;
   // Round-robin: one sentence from each member in turn until the budget is met or nothing fits.
   for (bool added = true; added && items.size() < capacity;) {
     added = false;
     for (Entry* e : members) {
       if (items.size() == capacity) break;
-      if (e->next == e->order.size()) continue;
-      const size_t index = e->order[e->next];
+      const size_t k = next_fitting(*e, max_cost);
+      if (k == e->order.size()) continue;
+      const size_t index = e->order[k];
       const size_t length = e->sources[index].size() + 1;  // + EOS
       const size_t padded = std::max(longest, length) * (items.size() + 1);
       // A sentence that alone exceeds the token budget still forms a batch of its own.
       if (limits_.batch_tokens > 0 && padded > limits_.batch_tokens && !items.empty()) continue;
+      // Decoding memory grows with the batch's cost (rows x the positions they may reach): bounded the same way.
+      const double cost = sentence_cost(e->options, e->sources[index].size());
+      if (batch_cost + cost > cost_budget && (!items.empty() || !alone_may_exceed)) continue;
+      batch_cost += cost;
       longest = std::max(longest, length);
-      queued_cost_ = std::max(0.0, queued_cost_ - sentence_cost(e->options, e->sources[index].size()));
+      queued_cost_ = std::max(0.0, queued_cost_ - cost);
       sources.push_back(std::move(e->sources[index]));
       items.push_back({e->ticket, index});
+      // The taken sentence moves to the front of what is left (which stays longest first) and is passed.
+      std::rotate(e->order.begin() + static_cast<std::ptrdiff_t>(e->next),
+                  e->order.begin() + static_cast<std::ptrdiff_t>(k),
+                  e->order.begin() + static_cast<std::ptrdiff_t>(k + 1));
       ++e->next;
       --waiting_;
       added = true;
@@ -339,11 +355,18 @@ std::vector<SentenceBatcher::Item> SentenceBatcher::take_batch(std::vector<std::
   return items;
 }
 
-const SentenceBatcher::Entry& SentenceBatcher::leader() const {
-  const Entry* best = &queue_.front();
+size_t SentenceBatcher::next_fitting(const Entry& e, double max_cost) const {
+  if (max_cost >= kAnyCost) return e.next;
+  for (size_t k = e.next; k < e.order.size(); ++k)
+    if (sentence_cost(e.options, e.sources[e.order[k]].size()) <= max_cost) return k;
+  return e.order.size();
+}
+
+const SentenceBatcher::Entry* SentenceBatcher::leader(double max_cost) const {
+  const Entry* best = nullptr;
   for (const auto& e : queue_)
-    if (e.next < best->next) best = &e;
-  return *best;
+    if ((!best || e.next < best->next) && next_fitting(e, max_cost) < e.order.size()) best = &e;
+  return best;
 }
 
 bool SentenceBatcher::wait_for_batch(std::unique_lock<std::mutex>& lock) {
@@ -364,46 +387,100 @@ void SentenceBatcher::run() {
     if (!wait_for_batch(lock)) continue;
     std::vector<std::vector<int>> sources;
     SearchOptions options;
-    auto items = take_batch(sources, options, limits_.batch_size);
+    auto items = take_batch(sources, options, limits_.batch_size, kAnyCost, batch_cost_budget());
     batch_started_ = Clock::now();
     lock.unlock();
-
-    const auto start = Clock::now();
-    std::vector<std::vector<Translation>> out;
-    std::string failure;
-    try {
-      out = decoder_(sources, options);
-      if (out.size() != sources.size()) failure = "internal error: the decoder returned a wrong number of results";
-    } catch (const std::exception& e) {
-      failure = e.what();
-    }
-    const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-    double batch_cost = 0;
-    for (const auto& src : sources) batch_cost += sentence_cost(options, src.size());
-    std::set<const Ticket*> requests;
-    uint64_t source_tokens = 0, target_tokens = 0;
-    for (size_t i = 0; i < items.size(); ++i) {
-      requests.insert(items[i].ticket.get());
-      if (!failure.empty()) {
-        items[i].ticket->fail(failure);
-        continue;
-      }
-      source_tokens += sources[i].size();
-      if (!out[i].empty()) target_tokens += out[i][0].tokens;
-      items[i].ticket->deliver(items[i].index, std::move(out[i]));
-    }
-    if (metrics_) {
-      metrics_->batch_decoded(items.size(), requests.size(), seconds);
-      if (failure.empty()) metrics_->sentences_translated(items.size(), source_tokens, target_tokens);
-    }
+    decode_batch(std::move(items), std::move(sources), options, 0);
     lock.lock();
     last_batch_end_ = Clock::now();
     batch_started_ = Clock::time_point{};
-    if (failure.empty()) {
-      decoded_cost_ += batch_cost;
-      decoding_seconds_ += seconds;
-    }
   }
+}
+
+void SentenceBatcher::decode_batch(std::vector<Item> items, std::vector<std::vector<int>> sources,
+                                   const SearchOptions& options, int depth) {
+  if (items.empty()) return;
+  double batch_cost = 0, max_cost = 0;
+  for (const auto& src : sources) {
+    const double c = sentence_cost(options, src.size());
+    batch_cost += c;
+    max_cost = std::max(max_cost, c);
+  }
+  const auto start = Clock::now();
+  auto slice_start = start;
+  std::vector<std::vector<Translation>> out;
+  std::string failure;
+  bool interrupted = false;
+  double preempted_seconds = 0;  // spent on the batches that went first: not this batch's decoding time
+  try {
+    // Between decoder steps: stop when nobody waits for the answers any more; let cheaper sentences go first.
+    decode::BetweenSteps hook([&] {
+      if (std::all_of(items.begin(), items.end(), [](const Item& i) { return i.ticket->cancelled(); }))
+        throw decode::SearchInterrupted("every request of the batch was cancelled or ran out of time");
+      const auto before = Clock::now();
+      maybe_preempt(max_cost, batch_cost, slice_start, depth);
+      preempted_seconds += std::chrono::duration<double>(Clock::now() - before).count();
+    });
+    out = decoder_(sources, options);
+    if (out.size() != sources.size()) failure = "internal error: the decoder returned a wrong number of results";
+  } catch (const decode::SearchInterrupted&) {
+    interrupted = true;
+  } catch (const std::exception& e) {
+    failure = e.what();
+  }
+  const double seconds = std::chrono::duration<double>(Clock::now() - start).count() - preempted_seconds;
+  if (interrupted) {
+    // Its requests were answered (504) or their clients left; nothing of it is delivered.
+    if (metrics_) metrics_->sentences_dropped(items.size());
+    return;
+  }
+  std::set<const Ticket*> requests;
+  uint64_t source_tokens = 0, target_tokens = 0;
+  for (size_t i = 0; i < items.size(); ++i) {
+    requests.insert(items[i].ticket.get());
+    if (!failure.empty()) {
+      items[i].ticket->fail(failure);
+      continue;
+    }
+    source_tokens += sources[i].size();
+    if (!out[i].empty()) target_tokens += out[i][0].tokens;
+    items[i].ticket->deliver(items[i].index, std::move(out[i]));
+  }
+  if (metrics_) {
+    metrics_->batch_decoded(items.size(), requests.size(), seconds);
+    if (failure.empty()) metrics_->sentences_translated(items.size(), source_tokens, target_tokens);
+  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failure.empty()) {
+    decoded_cost_ += batch_cost;
+    decoding_seconds_ += seconds;
+  }
+}
+
+double SentenceBatcher::batch_cost_budget() const {
+  return limits_.max_batch_cost > 0 ? limits_.max_batch_cost : kAnyCost;
+}
+
+void SentenceBatcher::maybe_preempt(double max_cost, double batch_cost, Clock::time_point& slice_start, int depth) {
+  if (limits_.preempt_ms <= 0 || !decoder_) return;
+  const auto slice =
+      std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double, std::milli>(limits_.preempt_ms));
+  if (Clock::now() - slice_start < slice) return;
+  std::vector<std::vector<int>> sources;
+  SearchOptions options;
+  std::vector<Item> items;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (stopping_) return;
+    drop_cancelled();
+    // Only much cheaper work goes first: a batch runs as long as its costliest sentence, so sentences of like
+    // cost would hold this one back as long again, and each level down is at least 4x cheaper (the levels are
+    // few, and their memory a fraction of this batch's).
+    items = take_batch(sources, options, limits_.batch_size, max_cost / 4, batch_cost / 4);
+  }
+  if (items.empty()) return;
+  decode_batch(std::move(items), std::move(sources), options, depth + 1);
+  slice_start = Clock::now();
 }
 
 void SentenceBatcher::run_continuous() {
@@ -412,6 +489,7 @@ void SentenceBatcher::run_continuous() {
   std::map<int64_t, Item> in_stream;  // sentences being decoded, by stream id
   std::map<int64_t, size_t> source_tokens;
   int64_t next_id = 0;
+  auto slice_start = Clock::now();  // preemption: since the stream opened or last let a batch go first
   // Everything in the stream fails (the decoder threw, or the server stops); the stream is dropped.
   auto fail_stream = [&](const std::string& why) {
     for (auto& [id, item] : in_stream) item.ticket->fail(why);
@@ -431,21 +509,25 @@ void SentenceBatcher::run_continuous() {
     std::vector<int64_t> leaving;  // sentences of cancelled requests
     if (in_stream.empty()) {
       if (!wait_for_batch(lock)) continue;
-      joining = take_batch(sources, options, limits_.batch_size);
+      joining = take_batch(sources, options, limits_.batch_size, kAnyCost, batch_cost_budget());
       stream.reset();
+      slice_start = Clock::now();
     } else {
       drop_cancelled();
       for (const auto& [id, item] : in_stream)
         if (item.ticket->cancelled()) leaving.push_back(id);
       // Join at once while there is room, unless an older request waits for other options (then drain).
-      if (!queue_.empty() && leader().options == options && in_stream.size() < limits_.batch_size) {
+      if (!queue_.empty() && leader()->options == options && in_stream.size() < limits_.batch_size) {
         const size_t room = limits_.batch_size - in_stream.size();
         size_t ready = 0;
         for (const auto& e : queue_)
           if (e.options == options) ready += e.order.size() - e.next;
         if (ready >= std::min(room, std::max<size_t>(1, limits_.join_min))) {
+          double in_cost = 0;
+          for (const auto& [id, tokens] : source_tokens) in_cost += sentence_cost(options, tokens);
           SearchOptions same;
-          joining = take_batch(sources, same, room);
+          // Joiners stay within serve.max_batch_cost with the sentences already decoding.
+          joining = take_batch(sources, same, room, kAnyCost, batch_cost_budget() - in_cost, false);
         }
       }
     }
@@ -499,6 +581,17 @@ void SentenceBatcher::run_continuous() {
     if (metrics_) {
       metrics_->batch_decoded(rows, requests.size(), seconds);
       if (done > 0) metrics_->sentences_translated(done, src_tokens, tgt_tokens);
+    }
+    if (!in_stream.empty()) {
+      // Sentences much cheaper than the stream's costliest, with other options or with no room to join, are
+      // decoded as a static batch before its next step.
+      double max_cost = 0, stream_cost = 0;
+      for (const auto& [id, tokens] : source_tokens) {
+        const double c = sentence_cost(options, tokens);
+        max_cost = std::max(max_cost, c);
+        stream_cost += c;
+      }
+      maybe_preempt(max_cost, stream_cost, slice_start, 0);
     }
     lock.lock();
     decoded_cost_ += finished_cost;

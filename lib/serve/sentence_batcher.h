@@ -86,6 +86,8 @@ struct BatcherLimits {
   size_t join_min = 1;        // continuous: sentences that join a running stream together (or all it has room for)
   size_t max_queue = 4096;    // sentences waiting; submit() refuses a request that would exceed it
   double max_queued_cost = 0; // decoding cost waiting (sentence_cost summed); submit() refuses beyond; 0 = any
+  double preempt_ms = 0;      // a batch that has decoded this long lets cheaper sentences go first; 0 = never
+  double max_batch_cost = 0;  // sentence_cost summed over a batch (a sentence alone beyond forms a batch); 0 = any
 };
 
 // What one sentence may cost to decode, the unit of serve.max_queued_cost: beam size x the output tokens its
@@ -148,8 +150,10 @@ class SentenceBatcher {
   // sentences in the stream (no wait: a free place is filled at once). When the oldest waiting request has
   // other options, nothing joins any more: the stream drains and the next one serves that request. The
   // sentences of a cancelled request leave the stream at the next step.
-  // In the metrics a batch is then one decoder step.
-  SentenceBatcher(const BatcherLimits& limits, StreamOpener opener, ServerMetrics* metrics = nullptr);
+  // In the metrics a batch is then one decoder step. With `preempting`, cheap sentences may be decoded by it
+  // between two steps of the stream (limits.preempt_ms), as a static batch preempts.
+  SentenceBatcher(const BatcherLimits& limits, StreamOpener opener, ServerMetrics* metrics = nullptr,
+                  BatchDecoder preempting = {});
   ~SentenceBatcher();
   SentenceBatcher(const SentenceBatcher&) = delete;
   SentenceBatcher& operator=(const SentenceBatcher&) = delete;
@@ -178,7 +182,7 @@ class SentenceBatcher {
     std::shared_ptr<Ticket> ticket;
     SearchOptions options;
     std::vector<std::vector<int>> sources;
-    std::vector<size_t> order;  // sentences not yet taken, longest first (taken from the front)
+    std::vector<size_t> order;  // order[next..]: sentences not yet taken, longest first
     size_t next = 0;
     Clock::time_point arrived;
   };
@@ -189,13 +193,28 @@ class SentenceBatcher {
 
   void run();
   void run_continuous();
+  // Decodes one batch taken from the queue (lock not held) and delivers its results. `depth` counts the batches
+  // it preempts (0 for one the decoding loop took). Between its decoder steps the batch stops when every one of
+  // its requests is cancelled, and lets cheaper sentences go first (maybe_preempt).
+  void decode_batch(std::vector<Item> items, std::vector<std::vector<int>> sources, const SearchOptions& options,
+                    int depth);
+  // Preemption (limits_.preempt_ms; lock not held): when the running work (whose costliest sentence costs
+  // `max_cost`, all of it `batch_cost`) has decoded for preempt_ms since `slice_start`, decodes a batch of waiting
+  // sentences of cost at most max_cost / 4 each and batch_cost / 4 together now, and restarts the slice.
+  void maybe_preempt(double max_cost, double batch_cost, Clock::time_point& slice_start, int depth);
+  // limits_.max_batch_cost, or kAnyCost.
+  double batch_cost_budget() const;
   // The deadline thread: expires tickets as their deadlines pass.
   void run_deadlines();
   // Under the lock: the queue depth and cost to the metrics.
   void publish_queue();
   // Under the lock, queue_ not empty: the request whose options the next batch has, the least served (fewest
   // sentences taken) and among those the oldest, so that a new request's first sentence is in the next batch.
-  const Entry& leader() const;
+  // Only requests with a sentence of cost at most `max_cost` waiting count (null when there is none).
+  const Entry* leader(double max_cost = kAnyCost) const;
+  // The position in e.order (>= e.next) of the longest sentence not yet taken that costs at most `max_cost`, or
+  // e.order.size().
+  size_t next_fitting(const Entry& e, double max_cost) const;
   // Under the lock: the cost of the sentences of `e` not yet taken.
   double entry_cost(const Entry& e) const;
   // Under the lock: drops the entries of cancelled tickets.
@@ -206,8 +225,12 @@ class SentenceBatcher {
   // oldest sentence's deadline or a wake-up, and returns false so that the caller checks again.
   bool wait_for_batch(std::unique_lock<std::mutex>& lock);
   // Under the lock: takes the next batch of at most `capacity` sentences (round-robin over the requests with
-  // the oldest entry's options).
-  std::vector<Item> take_batch(std::vector<std::vector<int>>& sources, SearchOptions& options, size_t capacity);
+  // the oldest entry's options), only of sentences that cost at most `max_cost`, together at most `cost_budget`
+  // (unless one sentence alone exceeds it and `alone_may_exceed`).
+  std::vector<Item> take_batch(std::vector<std::vector<int>>& sources, SearchOptions& options, size_t capacity,
+                               double max_cost = kAnyCost, double cost_budget = kAnyCost,
+                               bool alone_may_exceed = true);
+  static constexpr double kAnyCost = 1e300;
 
   BatcherLimits limits_;
   BatchDecoder decoder_;

@@ -112,8 +112,8 @@ std::string ServerMetrics::render() const {
   header(out, "parla_target_tokens_total", "counter", "Target pieces of the best translations (EOS not counted).");
   out << "parla_target_tokens_total " << target_tokens_.load() << '\n';
   header(out, "parla_dropped_sentences_total", "counter",
-         "Sentences dropped because their client disconnected (before decoding; with continuous batching also "
-         "during it).");
+         "Sentences dropped because their client disconnected or their request ran out of time (before "
+         "decoding; during it with continuous batching, or when no request of a static batch is left).");
   out << "parla_dropped_sentences_total " << dropped_.load() << '\n';
   header(out, "parla_batches_total", "counter", "Decoder batches run.");
   out << "parla_batches_total " << batches_.load() << '\n';

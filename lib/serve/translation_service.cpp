@@ -36,6 +36,11 @@ TranslationService::TranslationService(const ServeConfig& serve, const DecodingC
 TranslationService::~TranslationService() { shutdown(); }
 
 void TranslationService::start(Backend backend) {
+  if (backend.search) {
+    // Read by begin() only after it has seen the batcher set below, under the mutex.
+    limits_.search = *backend.search;
+    limits_.search.beam_size = std::min(limits_.search.beam_size, serve_.max_beam_size);
+  }
   BatcherLimits b;
   b.batch_size = static_cast<size_t>(serve_.batch_size);
   b.batch_tokens = static_cast<size_t>(serve_.batch_tokens);
@@ -44,8 +49,11 @@ void TranslationService::start(Backend backend) {
   b.join_min = static_cast<size_t>(serve_.join_min);
   b.max_queue = static_cast<size_t>(serve_.max_queue);
   b.max_queued_cost = serve_.max_queued_cost;
-  auto batcher = backend.open_stream ? std::make_shared<SentenceBatcher>(b, backend.open_stream, &metrics_)
-                                     : std::make_shared<SentenceBatcher>(b, backend.decode, &metrics_);
+  b.preempt_ms = serve_.preempt_ms;
+  b.max_batch_cost = serve_.max_batch_cost;
+  auto batcher = backend.open_stream
+                     ? std::make_shared<SentenceBatcher>(b, backend.open_stream, &metrics_, backend.decode)
+                     : std::make_shared<SentenceBatcher>(b, backend.decode, &metrics_);
   std::lock_guard<std::mutex> lock(mutex_);
   backend_ = std::move(backend);
   batcher_ = std::move(batcher);

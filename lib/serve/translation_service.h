@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -36,7 +37,11 @@ struct Reply {
 struct Backend {
   std::function<std::vector<int>(const std::string& line)> encode;
   BatchDecoder decode;
-  // Continuous batching (serve.continuous) when set; `decode` is then unused.
+  // The decoder's own search options (decode::Translator::options(): the loaded shortlist, ...), which requests
+  // start from instead of the ones the service makes from the config, so that an answer is parla-translate's.
+  std::optional<SearchOptions> search;
+  // Continuous batching (serve.continuous) when set; `decode` then decodes only the batches that preempt the
+  // stream (serve.preempt_ms).
   StreamOpener open_stream;
 };
 

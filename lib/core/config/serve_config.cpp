@@ -50,6 +50,20 @@ const config::SectionSchema<ServeConfig>& ServeConfig::schema() {
           "their search allows (decoding.max_length_factor x source pieces + decoding.max_length_offset); a "
           "request that would exceed it is refused with 503 and Retry-After. 0 = no bound.",
           at_least(0)).flag("--max-queued-cost");
+    s.add("max_batch_cost", &ServeConfig::max_batch_cost,
+          "Decoding cost one batch may hold (with serve.continuous, the running search), summed over its sentences "
+          "as beam size x the output tokens their search allows (the unit of serve.max_queued_cost). The decoder's "
+          "memory grows with it: hypothesis rows times the positions they may reach (docs/SERVING.md has the "
+          "figures for a model). A sentence that alone exceeds it is decoded in a batch of its own. 0 = no bound.",
+          at_least(0)).flag("--max-batch-cost");
+    s.add("preempt_ms", &ServeConfig::preempt_ms,
+          "Preemption: once a batch has decoded this many milliseconds (since it started or since it last let "
+          "another batch go first), sentences waiting that cost at most a quarter of its costliest sentence "
+          "(beam size x allowed output tokens, as serve.max_queued_cost counts) are decoded as a batch of their "
+          "own between two of its decoder steps, and it resumes after them; such a batch can be preempted in turn "
+          "by cheaper ones still. A one-line request is then not held up by a batch of long sentences. Answers "
+          "are the same either way. 0 = a batch runs to its end.",
+          at_least(0)).flag("--preempt-ms");
     s.add("health_max_queued_s", &ServeConfig::health_max_queued_s,
           "GET /health answers 503 with Retry-After (degraded) while the queue holds more than this many seconds "
           "of decoding: the oldest waiting request's wait, the time the batch being decoded has run (static "

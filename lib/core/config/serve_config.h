@@ -21,6 +21,8 @@ struct ServeConfig {
   // Bounded decoding work (issue 59): a request's deadline, the queue bounded in decoding cost, degraded health.
   double request_timeout_s = 60;   // per request, from arrival to answer; 504 with what is done (0 = none)
   int max_queued_cost = 4000000;   // beam x allowed output tokens of the waiting sentences (503 beyond; 0 = any)
+  int max_batch_cost = 32768;      // beam x allowed output tokens summed over a batch (decoding memory; 0 = any)
+  double preempt_ms = 500;         // a batch decoding this long lets a batch of much cheaper sentences go first (0 = never)
   double health_max_queued_s = 10; // /health answers 503 when the queue holds more seconds of decoding (0 = never)
   int max_request_bytes = 1 << 20; // request body limit (413 beyond)
   int max_sentences = 1024;        // sentences (lines of all texts) per request (413 beyond)
