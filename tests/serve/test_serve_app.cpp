@@ -243,6 +243,49 @@ TEST_CASE("n-best and beam size per request equal parla-translate's with the sam
   CHECK(s.stop(SIGINT) == 0);
 }
 
+TEST_CASE("decoding.shortlist restricts the server's answers as it restricts parla-translate's (issue 58: it was "
+          "loaded and ignored)", "[serve_app][shortlist]") {
+  auto& f = fixture();
+  const auto& words = parla::testing::toy_words();
+  std::string src, tgt;
+  for (int i = 0; i < 40; ++i) {
+    for (int j = 0; j < 2 + i % 5; ++j) src += std::string(words[static_cast<size_t>((i + j) % 12)]) + " ";
+    for (int j = 0; j < 2 + i % 4; ++j) tgt += std::string(words[static_cast<size_t>((i * 3 + j + 5) % 12)]) + " ";
+    src += "\n";
+    tgt += "\n";
+  }
+  const auto src_path = f.dir.write("sl-train.src", src), tgt_path = f.dir.write("sl-train.tgt", tgt);
+  const auto sl = f.dir.file("serve-shortlist.txt");
+  auto built = run("parla-shortlist", {"-m", f.checkpoint, "--source", src_path, "--target", tgt_path, "-o", sl,
+                                       "--best", "2", "--frequent", "1"});
+  INFO(built.err);
+  REQUIRE(built.exit_code == 0);
+  std::vector<std::string> some;
+  for (const auto& l : f.lines)
+    if (!l.empty() && some.size() < 16) some.push_back(l);
+  std::string text;
+  for (const auto& l : some) text += l + "\n";
+  const std::string input = f.dir.write("sl-input.txt", text);
+  auto with = run("parla-translate", {"-m", f.checkpoint, "-i", input, "-b", "3", "--threads", "1", "--shortlist", sl});
+  auto without = run("parla-translate", {"-m", f.checkpoint, "-i", input, "-b", "3", "--threads", "1"});
+  REQUIRE(with.exit_code == 0);
+  REQUIRE(without.exit_code == 0);
+  REQUIRE(with.out != without.out);  // the shortlist changes some translation, or this test proves nothing
+  const auto expected = parla::testing::split_lines(with.out);
+  const bool continuous = GENERATE(false, true);
+  INFO((continuous ? "continuous" : "static") << " batching");
+  std::vector<std::string> args{"-m", f.checkpoint, "-b", "3", "--set", "decoding.shortlist=" + sl};
+  if (continuous) args.push_back("--continuous");
+  Server s(args);
+  auto j = post(s, {{"texts", some}});
+  REQUIRE(j["translations"].size() == expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    INFO("line " << i);
+    CHECK(j["translations"][i] == expected[i]);
+  }
+  CHECK(s.stop(SIGINT) == 0);
+}
+
 TEST_CASE("every bad request gets its status and a JSON error, and the server stays up", "[serve_app]") {
   auto& f = fixture();
   Server s({"-m", f.checkpoint, "-b", "3", "--max-request-bytes", "2000", "--max-sentences", "5",
