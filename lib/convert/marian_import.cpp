@@ -67,8 +67,10 @@ class Arrays {
     try {
       arrays_ = formats::read_npz(file->data(), file->size());
     } catch (const DataError& e) {
+      file->check_unchanged();  // what looked damaged was a file cut short while it was read
       throw DataError(path + ": " + e.what());
     }
+    file->check_unchanged();  // the arrays were copied out of a file that was being replaced: refused
   }
   bool has(const std::string& name) const { return arrays_.count(name) > 0; }
   // The text of a byte array ("special:model.yml").

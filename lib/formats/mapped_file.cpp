@@ -79,40 +79,6 @@ std::array<std::atomic<const MappedFile*>, MappingGuard::kSlots> MappingGuard::s
 struct sigaction MappingGuard::previous {};
 uintptr_t MappingGuard::page = 4096;
 
-namespace {
-
-[[noreturn]] void refuse_type(const std::string& path, mode_t mode) {
-  throw DataError(path + (S_ISDIR(mode) ? ": is a folder, not a file"
-                                        : ": not a regular file (a FIFO, device or socket), refused unread"));
-}
-
-}  // namespace
-
-int open_regular_file(const std::string& path, struct stat& st) {
-  if (::stat(path.c_str(), &st) != 0) {
-    if (errno == ENOENT) throw DataError(path + ": file does not exist");
-    throw DataError(path + ": cannot open: " + std::strerror(errno));
-  }
-  if (!S_ISREG(st.st_mode)) refuse_type(path, st.st_mode);
-  // O_NONBLOCK: should the path have become a FIFO since the stat, opening it returns at once instead of waiting
-  // for a writer, and the fstat below refuses it.
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) {
-    if (errno == ENOENT) throw DataError(path + ": file does not exist");
-    throw DataError(path + ": cannot open: " + std::strerror(errno));
-  }
-  if (::fstat(fd, &st) != 0) {
-    const int e = errno;
-    ::close(fd);
-    throw DataError(path + ": cannot read: " + std::strerror(e));
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    refuse_type(path, st.st_mode);
-  }
-  return fd;
-}
-
 std::shared_ptr<const MappedFile> MappedFile::open(const std::string& path) {
   struct stat st {};
   const int fd = open_regular_file(path, st);

@@ -14,13 +14,11 @@
 
 #include <sys/stat.h>
 
+#include "core/regular_file.h"
+
 namespace parla::formats {
 
-// A descriptor open for reading on `path`, which must be a regular file: anything else (a FIFO, a device, a socket,
-// a folder) is refused before it is opened, since opening a FIFO blocks until someone writes to it. Opened with
-// O_NONBLOCK and checked again on the descriptor, so a file replaced by a FIFO between the two checks is refused
-// too. `st` receives the file's fstat. DataError naming the file.
-int open_regular_file(const std::string& path, struct stat& st);
+using parla::open_regular_file;  // core/regular_file.h: where it lives, below text/ and formats/
 
 class MappedFile {
  public:

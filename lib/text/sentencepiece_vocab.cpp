@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "core/regular_file.h"
 #include "text/sentencepiece_library.h"
 #include "text/sentencepiece_model_check.h"
 
@@ -115,20 +116,14 @@ const std::vector<std::string>& SentencePieceVocab::pieces() const {
 }
 
 SentencePieceVocab SentencePieceVocab::load(const std::string& model_path) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(model_path, ec))
-    throw DataError("SentencePiece model not found: '" + model_path + "'");
-  // Read here rather than by SentencePiece, so that the bytes are checked first.
-  std::ifstream in(model_path, std::ios::binary);
+  // Read here rather than by SentencePiece, so that the bytes are checked first; through one descriptor of a
+  // regular file, so that a path swapped for a FIFO after a check cannot block the reader.
   std::string proto;
-  char buf[1 << 16];
-  while (in.read(buf, sizeof buf) || in.gcount() > 0) {
-    proto.append(buf, static_cast<size_t>(in.gcount()));
-    if (proto.size() > kMaxModelFileBytes)
-      throw DataError("SentencePiece model '" + model_path + "' is over " + std::to_string(kMaxModelFileBytes >> 20) +
-                      " MiB");
+  try {
+    proto = read_regular_file(model_path, kMaxModelFileBytes);
+  } catch (const DataError& e) {
+    throw DataError(std::string("SentencePiece model: ") + e.what());
   }
-  if (in.bad()) throw DataError("cannot read SentencePiece model '" + model_path + "'");
   return SentencePieceVocab(load_model(proto, "'" + model_path + "'"));
 }
 
