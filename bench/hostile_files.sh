@@ -6,6 +6,7 @@
 #   deep-meta      a safetensors checkpoint whose parla_meta nests 150,000 objects (crashed every reader)
 #   deep-config    the same with the config key nested 1,000,000 arrays deep
 #   header-50k     a safetensors header of 50,000 tensors, 3.3 MB (29.6 s of JSON parse before; now linear)
+#   header-97mb    a safetensors header of 1,450,000 empty tensors, 97 MB (under the 100 MB cap): peak memory
 #   hf-deep        a MarianMT folder whose config.json nests 100,000 deep
 #   hf-layers      a MarianMT folder whose config.json says encoder_layers 4294967298 (read as 2 before)
 #   decoder-paths  decoder.yml naming ../, an absolute path, a symbolic link, a 4-letter vocabulary
@@ -61,7 +62,7 @@ has() { [[ ",$cases," == *",$1,"* ]]; }
 if has deep-meta || has deep-config; then
   "$bin/parla-train" -q upgrade "$model" -o "$work/base.pt"
 fi
-python3 - "$work" <<'PY'
+CASES=$cases python3 - "$work" <<'PY'
 import json, os, struct, sys
 d = sys.argv[1]
 def write(name, header):
@@ -85,6 +86,11 @@ h = {"__metadata__": {"format": "pt"}}
 for i in range(50000):
     h["t%d" % i] = {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}
 write("header-50k.pt", h)
+if "header-97mb" in os.environ.get("CASES", ""):
+    h = {"__metadata__": {"format": "pt"}}
+    for i in range(1450000):
+        h["t%d" % i] = {"dtype": "F32", "shape": [0], "data_offsets": [0, 0]}
+    write("header-97mb.pt", h)
 os.makedirs(os.path.join(d, "hf-deep"))
 open(os.path.join(d, "hf-deep", "config.json"), "w").write('{"a":' * 100000 + "1" + "}" * 100000)
 os.makedirs(os.path.join(d, "hf-layers"))
@@ -101,6 +107,10 @@ PY
 has deep-meta && readers deep-meta "$work/deep-meta.pt"
 has deep-config && readers deep-config "$work/deep-config.pt"
 has header-50k && row header-50k translate "$bin/parla-translate" -q -m "$work/header-50k.pt"
+if has header-97mb; then
+  ls -l "$work/header-97mb.pt" | awk '{printf "header-97mb: %d bytes (4x + 256 MiB = %d KB)\n", $5, (4 * $5 + 268435456) / 1024}'
+  readers header-97mb "$work/header-97mb.pt"
+fi
 has hf-deep && row hf-deep convert-hf "$bin/parla-convert" -q hf "$work/hf-deep" -o "$work/out"
 has hf-layers && row hf-layers convert-hf "$bin/parla-convert" -q hf "$work/hf-layers" -o "$work/out"
 if has decoder-paths; then

@@ -1,5 +1,6 @@
 #include "models/tensor_archive.h"
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 
@@ -59,17 +60,43 @@ void TensorArchive::write(const std::string& name, const torch::Tensor& value) {
 
 void TensorArchive::write(const std::string& name, std::string value) { strings_[name] = std::move(value); }
 
+const formats::TensorEntry* TensorArchive::find_entry(const std::string& name) const {
+  auto it = std::lower_bound(by_name_.begin(), by_name_.end(), name,
+                             [&](uint32_t i, const std::string& n) { return entries_[i].name < n; });
+  return it != by_name_.end() && entries_[*it].name == name ? &entries_[*it] : nullptr;
+}
+
+torch::Tensor TensorArchive::make_tensor(const formats::TensorEntry& e) const {
+  const uint8_t* at = file_->data() + data_start_ + e.begin;
+  const auto options = torch::TensorOptions().dtype(to_torch(e.dtype));
+  if (reinterpret_cast<uintptr_t>(at) % formats::dtype_size(e.dtype) == 0)
+    // A view of the mapped file, which stays mapped while a view lives.
+    return torch::from_blob(const_cast<uint8_t*>(at), e.shape, [file = file_](void*) {}, options);
+  auto value = torch::empty(e.shape, options);  // a file from another writer whose data is not aligned to its type
+  std::memcpy(value.data_ptr(), at, e.end - e.begin);
+  return value;
+}
+
 bool TensorArchive::try_read(const std::string& name, torch::Tensor& out) const {
   auto it = tensors_.find(name);
-  if (it == tensors_.end()) return false;
-  out = it->second.to(device_);
+  if (it != tensors_.end()) {
+    out = it->second.to(device_);
+    return true;
+  }
+  const auto* e = find_entry(name);
+  if (!e) return false;
+  out = make_tensor(*e).to(device_);
   return true;
 }
 
 void TensorArchive::release(const std::string& name) const {
+  if (!file_) return;
   auto it = tensors_.find(name);
-  if (it == tensors_.end() || !file_) return;
-  file_->release(it->second.data_ptr(), static_cast<size_t>(nbytes(it->second)));  // ignored unless in the file
+  if (it != tensors_.end()) {
+    file_->release(it->second.data_ptr(), static_cast<size_t>(nbytes(it->second)));  // ignored unless in the file
+  } else if (const auto* e = find_entry(name)) {
+    file_->release(file_->data() + data_start_ + e->begin, e->end - e->begin);
+  }
 }
 
 void TensorArchive::check_unchanged() const {
@@ -82,14 +109,20 @@ const std::string* TensorArchive::read_string(const std::string& name) const {
 }
 
 bool TensorArchive::contains(const std::string& name) const {
-  return tensors_.count(name) > 0 || strings_.count(name) > 0;
+  return tensors_.count(name) > 0 || find_entry(name) || strings_.count(name) > 0;
 }
 
 std::vector<std::string> TensorArchive::tensor_names(const std::string& prefix) const {
+  auto has_prefix = [&](const std::string& n) { return n.compare(0, prefix.size(), prefix) == 0; };
   std::vector<std::string> out;
-  for (auto it = tensors_.lower_bound(prefix); it != tensors_.end() && it->first.compare(0, prefix.size(), prefix) == 0;
-       ++it)
+  for (auto it = tensors_.lower_bound(prefix); it != tensors_.end() && has_prefix(it->first); ++it)
     out.push_back(it->first);
+  auto at = std::lower_bound(by_name_.begin(), by_name_.end(), prefix,
+                             [&](uint32_t i, const std::string& n) { return entries_[i].name < n; });
+  const size_t written = out.size();
+  for (; at != by_name_.end() && has_prefix(entries_[*at].name); ++at)
+    if (!tensors_.count(entries_[*at].name)) out.push_back(entries_[*at].name);
+  if (written > 0 && out.size() > written) std::inplace_merge(out.begin(), out.begin() + written, out.end());
   return out;
 }
 
@@ -102,7 +135,9 @@ std::vector<std::string> TensorArchive::string_names() const {
 void TensorArchive::save(const std::string& path) const {
   std::vector<formats::TensorEntry> entries;
   std::map<std::string, torch::Tensor> host;  // contiguous CPU copies (the model may live on a GPU)
-  for (const auto& [name, t] : tensors_) {
+  for (const auto& name : tensor_names()) {
+    torch::Tensor t;
+    try_read(name, t);
     formats::TensorEntry e;
     e.name = name;
     e.dtype = from_torch(t.scalar_type(), name);
@@ -158,23 +193,18 @@ TensorArchive TensorArchive::load(const std::string& path, const torch::Device& 
       for (auto& [name, value] : archive.values) a.strings_[name] = std::move(value);
       return a;
     }
-    const auto header = formats::parse_safetensors(bytes, file->size());
+    auto header = formats::parse_safetensors(bytes, file->size());
+    if (header.tensors.size() > UINT32_MAX) throw DataError("more than 2^32 tensors");
     a.file_ = file;
-    a.strings_ = header.metadata;
-    for (const auto& e : header.tensors) {
-      const uint8_t* at = bytes + header.data_start + e.begin;
-      const auto options = torch::TensorOptions().dtype(to_torch(e.dtype));
-      torch::Tensor value;
-      if (reinterpret_cast<uintptr_t>(at) % formats::dtype_size(e.dtype) == 0) {
-        // A view of the mapped file, which stays mapped while a view lives.
-        value = torch::from_blob(const_cast<uint8_t*>(at), e.shape, [file](void*) {}, options);
-      } else {  // a file from another writer whose data is not aligned to its type
-        value = torch::empty(e.shape, options);
-        std::memcpy(value.data_ptr(), at, e.end - e.begin);
-      }
-      a.tensor_bytes_ += e.end - e.begin;
-      a.tensors_[e.name] = value;
-    }
+    a.strings_ = std::move(header.metadata);
+    a.data_start_ = header.data_start;
+    a.entries_ = std::move(header.tensors);
+    a.entries_.shrink_to_fit();
+    a.by_name_.resize(a.entries_.size());
+    for (uint32_t i = 0; i < a.by_name_.size(); ++i) a.by_name_[i] = i;
+    std::sort(a.by_name_.begin(), a.by_name_.end(),
+              [&](uint32_t x, uint32_t y) { return a.entries_[x].name < a.entries_[y].name; });
+    for (const auto& e : a.entries_) a.tensor_bytes_ += e.end - e.begin;
   } catch (const DataError& e) {
     file->check_unchanged();  // what looked damaged was a file cut short while it was read
     throw DataError(path + ": not a readable checkpoint: " + e.what());

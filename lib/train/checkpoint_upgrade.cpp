@@ -23,8 +23,9 @@ bool rewritten(const std::string& name) {
 }  // namespace
 
 int upgrade_checkpoint(const std::string& in, const std::string& out) {
-  const auto archive = models::TensorArchive::load(in);
-  const int format = archive.legacy() ? 1 : 2;
+  // One archive of the file at a time: each holds the file's index (a hostile header of a million entries makes
+  // that the peak), so this one goes before read_meta loads its own, and the extras are read at the end.
+  const int format = models::TensorArchive::load(in).legacy() ? 1 : 2;
   const models::ModelMeta meta = models::read_meta(in);
   if (!meta.int8.empty()) {  // decodes only: no trainer state to carry
     auto loaded = models::load_seq2seq(in);
@@ -41,12 +42,14 @@ int upgrade_checkpoint(const std::string& in, const std::string& out) {
   });
   models::save_checkpoint(out, *model, meta, [&](models::TensorArchive& o) {
     if (optimizer) save_optimizer_state(*optimizer, names, o);
+    const auto archive = models::TensorArchive::load(in);
     for (const auto& name : archive.string_names())
       if (!rewritten(name)) o.write(name, *archive.read_string(name));
     for (const auto& name : archive.tensor_names()) {
       torch::Tensor t;
       if (!rewritten(name) && archive.try_read(name, t)) o.write(name, t);
     }
+    archive.check_unchanged();
   });
   return format;
 }
