@@ -5,6 +5,7 @@
 # peak of at most 4x the file plus 256 MiB (plus the ~100 MB a parla process has before it reads anything).
 #   fifo      a FIFO as -m (blocked for ever in open())
 #   layers    a ~300-byte checkpoint asking for 100,000 layers of d_model 1 (4.5 GB before)
+#   rnn-layers  a ~300-byte RNN checkpoint asking for 12,000 rnn_layers (within the budget's layer overhead)
 #   pickle    an old-format checkpoint whose 10 MB data.pkl is EMPTY_LIST instructions (2.8-3 GB before)
 #   int8      a 100 MB int8 checkpoint storing a matrix one column wide (1.6 GB before)
 #   truncate  20 loads of a checkpoint truncated in place at a random moment while it loads (SIGBUS before);
@@ -50,6 +51,8 @@ def safetensors(path, meta, tensors=()):
 layers = {"type": "transformer", "d_model": 1, "ffn_dim": 1, "heads": 1, "encoder_layers": 100000,
           "decoder_layers": 100000}
 safetensors(d + "/layers.pt", {"config": {"model": layers}, "info": {}, "src_vocab_size": 8, "tgt_vocab_size": 8})
+rnn = {"type": "rnn", "d_model": 1, "rnn_hidden": 1, "rnn_layers": 12000, "tie_output": False}
+safetensors(d + "/rnn-layers.pt", {"config": {"model": rnn}, "info": {}, "src_vocab_size": 8, "tgt_vocab_size": 8})
 with zipfile.ZipFile(d + "/pickle.pt", "w", zipfile.ZIP_STORED) as z:
     z.writestr("archive/data.pkl", b"\x80\x02(" + b"]" * (10 << 20) + b"l.")
     z.writestr("archive/version", "3\n")
@@ -77,6 +80,8 @@ for c in "${wanted[@]}"; do
   case $c in
     fifo) row fifo "$bin/parla-translate -m $work/fifo.pt </dev/null" ;;
     layers) row layers "$bin/parla-train quantize $work/layers.pt -o $work/out.pt" ;;
+    rnn-layers) row rnn-layers "$bin/parla-train quantize $work/rnn-layers.pt -o $work/out.pt"
+                row rnn-layers "$bin/parla-translate -m $work/rnn-layers.pt </dev/null" ;;
     pickle) row pickle "$bin/parla-train quantize $work/pickle.pt -o $work/out.pt" ;;
     int8) row int8 "$bin/parla-train quantize $work/int8.pt -o $work/out.pt" ;;
     truncate)

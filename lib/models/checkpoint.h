@@ -105,6 +105,6 @@ std::shared_ptr<torch::nn::Module> build_saved_model(const std::string& path, co
 // the file, before its memory is allocated. `overhead_bytes` (module_overhead_bytes of the config) is what the
 // modules take beyond their tensors: counted against the same cap, and refused before anything is built.
 void build_within_file_budget(const std::string& path, const std::function<void()>& build,
-                              uint64_t overhead_bytes = 0);
+                              uint64_t overhead_bytes);
 
 }  // namespace parla::models

@@ -8,6 +8,7 @@
 #include "core/error.h"
 #include "runtime/runtime_device.h"
 #include "models/bert.h"
+#include "models/allocation_budget.h"
 #include "models/checkpoint.h"
 #include "models/factory.h"
 #include "train/label_smoothed_cross_entropy.h"
@@ -99,7 +100,8 @@ void TranslationTask::init_encoder_from(const std::string& bert_checkpoint) {
     throw ConfigError("training.init_encoder_from: '" + bert_checkpoint + "' holds a '" + std::string(config::name_of(mc.type)) +
                       "' model, not a BERT model");
   std::shared_ptr<models::BertModel> bert;
-  models::build_within_file_budget(bert_checkpoint, [&] { bert = models::build_bert(mc, meta.src_vocab_size); });
+  models::build_within_file_budget(
+      bert_checkpoint, [&] { bert = models::build_bert(mc, meta.src_vocab_size); }, models::module_overhead_bytes(mc));
   models::load_weights(bert_checkpoint, *bert);
   models::init_encoder_from_bert(*model_, *bert);
   spdlog::info("initialised the encoder from BERT checkpoint '{}'", bert_checkpoint);

@@ -85,6 +85,15 @@ TEST_CASE("config: a value out of range names the key and the allowed range") {
   CHECK_THAT(msg, Contains("> 0"));
 }
 
+TEST_CASE("config: model.rnn_layers is bounded (a checkpoint's 12,000 took minutes to build)") {
+  ConfigBuilder ok;
+  ok.set_assignment("model.rnn_layers=128");
+  CHECK(ok.build().model.rnn_layers == 128);
+  auto msg = config_error([] { ConfigBuilder().set_assignment("model.rnn_layers=129"); });
+  CHECK_THAT(msg, Contains("model.rnn_layers"));
+  CHECK_THAT(msg, Contains("out of range"));
+}
+
 TEST_CASE("config: a string outside its choices lists them and suggests the nearest") {
   auto msg = config_error([] { ConfigBuilder().set_assignment("decoding.precision=fp322"); });
   CHECK_THAT(msg, Contains("one of: fp32, bf16, fp16"));

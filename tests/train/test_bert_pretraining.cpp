@@ -1,12 +1,15 @@
 #include <catch2/catch.hpp>
 
+#include <chrono>
 #include <set>
 
+#include <nlohmann/json.hpp>
 #include <torch/torch.h>
 
 #include "data/token_dataset.h"
 #include "models/bert.h"
 #include "models/checkpoint.h"
+#include "models/tensor_archive.h"
 #include "toy_dataset.h"
 #include "train/bert_pretraining.h"
 #include "train/trainer.h"
@@ -82,4 +85,16 @@ TEST_CASE("a translation model's encoder initialised from a BERT checkpoint hold
     ++compared;
   }
   CHECK(compared > 0);
+
+  // A BERT checkpoint whose config asks for 100,000 layers holds next to no weights for them: refused by the
+  // file's budget with the layers' module overhead counted, in well under a second, not built for minutes.
+  auto archive = parla::models::TensorArchive::load(ckpt);
+  auto meta = nlohmann::json::parse(*archive.read_string("parla_meta"));
+  meta["config"]["model"]["encoder_layers"] = 100000;
+  archive.write("parla_meta", meta.dump());
+  const std::string bad = bert_cfg.training.save_dir + "/deep.pt";
+  archive.save(bad);
+  const auto start = std::chrono::steady_clock::now();
+  CHECK_THROWS_WITH(task.init_encoder_from(bad), Catch::Contains(bad) && Catch::Contains("layers' modules alone"));
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
 }
