@@ -18,11 +18,12 @@ class Histogram {
  public:
   explicit Histogram(std::vector<double> bounds);
   void observe(double v);
-  // The metric's lines: NAME_bucket{le="..."} ..., NAME_sum, NAME_count.
-  std::string render(const std::string& name) const;
+  // Appends the metric's lines to `out`: NAME_bucket{le="..."} ..., NAME_sum, NAME_count.
+  void render(const std::string& name, std::string& out) const;
 
  private:
   std::vector<double> bounds_;
+  std::vector<std::string> labels_;  // `_bucket{le="BOUND"} ` per bucket, formatted once
   mutable std::mutex mutex_;
   std::vector<uint64_t> counts_;  // per bucket, not cumulative; the last is +Inf
   double sum_ = 0;
