@@ -211,6 +211,16 @@ void build_within_file_budget(const std::string& path, const std::function<void(
   AllocationBudget budget(limit - overhead_bytes);
   try {
     build();
+  } catch (const ConfigError&) {
+    throw;  // the caller names the file and the key
+  } catch (const DataError&) {
+    throw;
+  } catch (const std::exception& e) {
+    if (budget.exceeded()) throw refuse("");
+    // Sizes whose byte count overflows never reach the allocator: LibTorch refuses them with a message of its
+    // own ("Storage size calculation overflowed"), which names no file.
+    throw DataError(path + ": the model config stored in the checkpoint describes a model that cannot be built (" +
+                    brief_reason(e) + "): a damaged or hostile config (vocabulary sizes, layers or model dimensions)");
   } catch (...) {
     if (!budget.exceeded()) throw;
     throw refuse("");

@@ -206,6 +206,19 @@ TEST_CASE("a config that claims a huge model is refused naming the file, before 
     CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(2));
     CHECK(peak_rss_kb() < rss + 400 * 1024);  // the budget is 4 x the file + 256 MiB
   }
+  // Sizes whose byte count overflows int64 are refused by LibTorch before any allocation, with a message that
+  // named no file (issue 59): the file is named now.
+  for (const auto& claim : {Claim{"/src_vocab_size", int64_t{1} << 62}, Claim{"/tgt_vocab_size", (int64_t{1} << 61) + 5}}) {
+    INFO(claim.key << " " << claim.value);
+    auto archive = TensorArchive::load(dir.file("good.pt"));
+    auto meta = nlohmann::json::parse(*archive.read_string("parla_meta"));
+    meta[nlohmann::json::json_pointer(claim.key)] = claim.value;
+    archive.write("parla_meta", meta.dump());
+    const auto bad = dir.file("overflow.pt");
+    archive.save(bad);
+    CHECK_THROWS_AS(load_seq2seq(bad), parla::DataError);
+    CHECK_THROWS_WITH(load_seq2seq(bad), Catch::Contains(bad) && Catch::Contains("cannot be built"));
+  }
 }
 
 TEST_CASE("an old checkpoint that carries code is refused by every loader, and parla-translate prints nothing of it") {
