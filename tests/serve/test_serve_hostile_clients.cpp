@@ -157,3 +157,15 @@ TEST_CASE("a connection flood from a few addresses costs other clients nothing, 
   CHECK_THAT(r.out, !Catch::Contains("evicted 0 "));
   CHECK_THAT(r.out, Catch::Contains("100 connections from one address: 50 held, 50 refused"));
 }
+
+// Ten requests of 64 lines that decode to the length cap at beam 10, then ordinary one-line requests at beams 1, 5
+// and 10: each is answered 200 within 2 s (serve.preempt_ms lets it go between two steps of the long batch), the
+// long ones end in 504 at their deadline (6 s here) or 503, /health says degraded meanwhile and 200 after.
+TEST_CASE("ordinary requests are answered within 2 s while requests of long lines at beam 10 decode",
+          "[serve_hostile]") {
+  auto r = attack("starve", {}, {"--set", "serve.request_timeout_s=6"});
+  INFO(r.out << r.err);
+  CHECK(r.exit_code == 0);
+  CHECK_THAT(r.out, Catch::Contains("beam 1: 200 in"));
+  CHECK_THAT(r.out, Catch::Contains("/health 503 under load, 200 after"));
+}
