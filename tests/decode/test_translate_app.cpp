@@ -31,6 +31,7 @@
 #include "support/run.h"
 #include "support/temp_dir.h"
 #include "support/tiny_checkpoint.h"
+#include "support/toy_parallel.h"
 
 using parla::testing::run;
 using parla::testing::TempDir;
@@ -566,15 +567,7 @@ TEST_CASE("parla-translate on a GPU gives the CPU's translations", "[translate_a
 TEST_CASE("parla-shortlist builds a shortlist that parla-translate decodes with, the same text at batch 1 and 64, "
           "bad files are refused naming them", "[translate_app][shortlist]") {
   auto& f = fixture();
-  const auto& words = parla::testing::toy_words();
-  std::string src, tgt;
-  for (int i = 0; i < 40; ++i) {
-    for (int j = 0; j < 2 + i % 5; ++j) src += std::string(words[(i + j) % 12]) + " ";
-    for (int j = 0; j < 2 + i % 4; ++j) tgt += std::string(words[(i * 3 + j + 5) % 12]) + " ";
-    src += "\n";
-    tgt += "\n";
-  }
-  const auto src_path = f.dir.write("train.src", src), tgt_path = f.dir.write("train.tgt", tgt);
+  const auto [src_path, tgt_path] = parla::testing::write_toy_parallel(f.dir, "train");
   const auto sl = f.dir.file("shortlist.txt");
   auto built = run("parla-shortlist", {"-m", f.checkpoint, "--source", src_path, "--target", tgt_path, "-o", sl,
                                        "--best", "3", "--frequent", "2"});

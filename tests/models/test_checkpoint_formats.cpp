@@ -188,18 +188,23 @@ TEST_CASE("a config that claims a huge model is refused naming the file, before 
     const char* key;
     nlohmann::json value;
   };
+  // good.pt with the claim written into its metadata, saved as `name`.
+  const auto claiming = [&](const Claim& claim, const std::string& name) {
+    auto archive = TensorArchive::load(dir.file("good.pt"));
+    auto meta = nlohmann::json::parse(*archive.read_string("parla_meta"));
+    meta[nlohmann::json::json_pointer(claim.key)] = claim.value;
+    archive.write("parla_meta", meta.dump());
+    const auto path = dir.file(name);
+    archive.save(path);
+    return path;
+  };
   for (const auto& claim : {Claim{"/tgt_vocab_size", int64_t{1} << 40}, Claim{"/tgt_vocab_size", int64_t{1} << 26},
                             Claim{"/config/model/d_model", 1 << 16}, Claim{"/config/model/ffn_dim", 1 << 28},
                             // next to no weights, but 100,000 layers of modules (4.5 GB before they were counted)
                             Claim{"/config/model/encoder_layers", 100000},
                             Claim{"/config/model/decoder_layers", 1000000}}) {
     INFO(claim.key << " " << claim.value);
-    auto archive = TensorArchive::load(dir.file("good.pt"));
-    auto meta = nlohmann::json::parse(*archive.read_string("parla_meta"));
-    meta[nlohmann::json::json_pointer(claim.key)] = claim.value;
-    archive.write("parla_meta", meta.dump());
-    const auto bad = dir.file("bad.pt");
-    archive.save(bad);
+    const auto bad = claiming(claim, "bad.pt");
     const auto rss = peak_rss_kb();
     const auto start = std::chrono::steady_clock::now();
     CHECK_THROWS_WITH(load_seq2seq(bad), Catch::Contains(bad) && Catch::Contains("describes a model of more than"));
@@ -210,12 +215,7 @@ TEST_CASE("a config that claims a huge model is refused naming the file, before 
   // named no file (issue 59): the file is named now.
   for (const auto& claim : {Claim{"/src_vocab_size", int64_t{1} << 62}, Claim{"/tgt_vocab_size", (int64_t{1} << 61) + 5}}) {
     INFO(claim.key << " " << claim.value);
-    auto archive = TensorArchive::load(dir.file("good.pt"));
-    auto meta = nlohmann::json::parse(*archive.read_string("parla_meta"));
-    meta[nlohmann::json::json_pointer(claim.key)] = claim.value;
-    archive.write("parla_meta", meta.dump());
-    const auto bad = dir.file("overflow.pt");
-    archive.save(bad);
+    const auto bad = claiming(claim, "overflow.pt");
     CHECK_THROWS_AS(load_seq2seq(bad), parla::DataError);
     CHECK_THROWS_WITH(load_seq2seq(bad), Catch::Contains(bad) && Catch::Contains("cannot be built"));
   }

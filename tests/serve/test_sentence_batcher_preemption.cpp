@@ -87,6 +87,15 @@ void check_stepped(const std::shared_ptr<Ticket>& t, const std::vector<std::vect
   }
 }
 
+// Batches of up to 8 sentences, decoded at once, preempted after `preempt_ms`.
+BatcherLimits preempting(double preempt_ms) {
+  BatcherLimits limits;
+  limits.batch_size = 8;
+  limits.max_wait_ms = 0;
+  limits.preempt_ms = preempt_ms;
+  return limits;
+}
+
 void wait_for_state(const std::function<bool()>& ready) {
   const auto give_up = std::chrono::steady_clock::now() + 10s;
   while (!ready() && std::chrono::steady_clock::now() < give_up) std::this_thread::sleep_for(1ms);
@@ -99,11 +108,7 @@ TEST_CASE("preemption: a request of short sentences is decoded inside a batch of
   for (double preempt_ms : {50.0, 0.0}) {
     DYNAMIC_SECTION("preempt_ms " << preempt_ms) {
       Stepper dec;
-      BatcherLimits limits;
-      limits.batch_size = 8;
-      limits.max_wait_ms = 0;
-      limits.preempt_ms = preempt_ms;
-      SentenceBatcher batcher(limits, dec.decoder());
+      SentenceBatcher batcher(preempting(preempt_ms), dec.decoder());
       const auto opts = search_with(5, 1);
       // 8 sentences of 400 ids: cost 5 x (2 x 400 + 10) each (the decoding defaults), 400 steps of 2 ms.
       auto long_req = sentences_of(1, 8, 400);
@@ -129,11 +134,7 @@ TEST_CASE("preemption: a request of short sentences is decoded inside a batch of
 
 TEST_CASE("preemption: sentences that cost more than a quarter of the running batch's costliest wait for it") {
   Stepper dec;
-  BatcherLimits limits;
-  limits.batch_size = 8;
-  limits.max_wait_ms = 0;
-  limits.preempt_ms = 20;
-  SentenceBatcher batcher(limits, dec.decoder());
+  SentenceBatcher batcher(preempting(20), dec.decoder());
   const auto opts = search_with(5, 1);
   auto long_req = sentences_of(1, 2, 200);   // cost 5 x 410 = 2,050
   auto like_req = sentences_of(2, 2, 60);    // 5 x 130 = 650 > 2,050 / 4
@@ -150,11 +151,7 @@ TEST_CASE("preemption: sentences that cost more than a quarter of the running ba
 TEST_CASE("preemption: a preempting batch is preempted in turn only by cheaper work still, and every result "
           "returns to its request") {
   Stepper dec;
-  BatcherLimits limits;
-  limits.batch_size = 8;
-  limits.max_wait_ms = 0;
-  limits.preempt_ms = 20;
-  SentenceBatcher batcher(limits, dec.decoder());
+  SentenceBatcher batcher(preempting(20), dec.decoder());
   const auto opts = search_with(5, 1);
   auto long_req = sentences_of(1, 2, 600);   // cost 5 x 1,210 = 6,050
   auto mid_req = sentences_of(2, 2, 140);    // 5 x 290 = 1,450 <= 6,050 / 4
@@ -176,11 +173,7 @@ TEST_CASE("preemption: a preempting batch is preempted in turn only by cheaper w
 
 TEST_CASE("preemption: different search options do not stop a cheap request from going first") {
   Stepper dec;
-  BatcherLimits limits;
-  limits.batch_size = 8;
-  limits.max_wait_ms = 0;
-  limits.preempt_ms = 20;
-  SentenceBatcher batcher(limits, dec.decoder());
+  SentenceBatcher batcher(preempting(20), dec.decoder());
   auto long_req = sentences_of(1, 4, 300);
   auto short_req = sentences_of(2, 1, 5);
   auto tl = batcher.submit(long_req, search_with(10, 1));
@@ -194,11 +187,8 @@ TEST_CASE("preemption: different search options do not stop a cheap request from
 
 TEST_CASE("a batch whose requests were all cancelled stops at its next decoder step, and the next batch goes on") {
   Stepper dec;
-  BatcherLimits limits;
-  limits.batch_size = 8;
-  limits.max_wait_ms = 0;
   ServerMetrics metrics;
-  SentenceBatcher batcher(limits, dec.decoder(), &metrics);
+  SentenceBatcher batcher(preempting(0), dec.decoder(), &metrics);
   const auto opts = search_with(5, 1);
   auto long_req = sentences_of(1, 3, 2000);  // 2,000 steps of 2 ms if it ran to its end
   auto tl = batcher.submit(long_req, opts);

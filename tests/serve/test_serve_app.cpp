@@ -25,6 +25,7 @@
 #include "support/marian_folder.h"
 #include "support/temp_dir.h"
 #include "support/tiny_checkpoint.h"
+#include "support/toy_parallel.h"
 
 using parla::testing::run;
 using parla::testing::TempDir;
@@ -246,15 +247,7 @@ TEST_CASE("n-best and beam size per request equal parla-translate's with the sam
 TEST_CASE("decoding.shortlist restricts the server's answers as it restricts parla-translate's (issue 58: it was "
           "loaded and ignored)", "[serve_app][shortlist]") {
   auto& f = fixture();
-  const auto& words = parla::testing::toy_words();
-  std::string src, tgt;
-  for (int i = 0; i < 40; ++i) {
-    for (int j = 0; j < 2 + i % 5; ++j) src += std::string(words[static_cast<size_t>((i + j) % 12)]) + " ";
-    for (int j = 0; j < 2 + i % 4; ++j) tgt += std::string(words[static_cast<size_t>((i * 3 + j + 5) % 12)]) + " ";
-    src += "\n";
-    tgt += "\n";
-  }
-  const auto src_path = f.dir.write("sl-train.src", src), tgt_path = f.dir.write("sl-train.tgt", tgt);
+  const auto [src_path, tgt_path] = parla::testing::write_toy_parallel(f.dir, "sl-train");
   const auto sl = f.dir.file("serve-shortlist.txt");
   auto built = run("parla-shortlist", {"-m", f.checkpoint, "--source", src_path, "--target", tgt_path, "-o", sl,
                                        "--best", "2", "--frequent", "1"});
