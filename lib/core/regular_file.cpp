@@ -43,32 +43,29 @@ int open_regular_file(const std::string& path, struct stat& st) {
   return fd;
 }
 
-std::string read_regular_file(const std::string& path, size_t max_bytes) {
+std::string read_bounded_file(const std::string& path, uint64_t max_bytes) {
   struct stat st {};
-  const int fd = open_regular_file(path, st);
-  struct Close {
-    int fd;
-    ~Close() { ::close(fd); }
-  } close_it{fd};
-  auto too_large = [&] {
-    return DataError(path + ": larger than " + std::to_string(max_bytes) + " bytes (" +
-                     std::to_string(max_bytes >> 20) + " MiB), refused");
-  };
-  if (static_cast<uint64_t>(st.st_size) > max_bytes) throw too_large();
-  std::string out;
-  out.reserve(static_cast<size_t>(st.st_size));
-  char buf[1 << 16];
-  while (true) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw DataError(path + ": cannot read: " + std::strerror(errno));
-    }
-    if (n == 0) break;
-    if (out.size() + static_cast<size_t>(n) > max_bytes) throw too_large();
-    out.append(buf, static_cast<size_t>(n));
+  const int fd = open_regular_file(path, st);  // a FIFO or device is refused before it is opened
+  const auto size = static_cast<uint64_t>(st.st_size);
+  if (size > max_bytes) {
+    ::close(fd);
+    throw DataError(path + ": " + std::to_string(size) + " bytes, more than the " + std::to_string(max_bytes) +
+                    " such a file may have");
   }
-  return out;
+  std::string s(static_cast<size_t>(size), '\0');
+  size_t got = 0;
+  while (got < s.size()) {
+    const ssize_t n = ::read(fd, s.data() + got, s.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const int e = n < 0 ? errno : 0;
+      ::close(fd);
+      throw DataError(path + ": cannot be read" + (e ? std::string(": ") + std::strerror(e) : ": it became shorter"));
+    }
+    got += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  return s;
 }
 
 }  // namespace parla

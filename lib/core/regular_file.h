@@ -1,6 +1,7 @@
 #pragma once
 // Opening a file someone else gave us (a model, a corpus, a vocabulary) without blocking on it: a FIFO blocks
 // open() until someone writes to it, so anything that is not a regular file is refused before it is opened.
+#include <cstdint>
 #include <string>
 
 #include <sys/stat.h>
@@ -13,8 +14,9 @@ namespace parla {
 // file. The caller closes the descriptor.
 int open_regular_file(const std::string& path, struct stat& st);
 
-// The whole of a regular file opened as above, read through its descriptor; DataError naming the file when it is
-// larger than `max_bytes` (checked on its size before reading, and again while reading, should it grow).
-std::string read_regular_file(const std::string& path, size_t max_bytes);
+// The whole of a file someone else wrote (a config, a vocabulary, a SentencePiece model), read through the one
+// descriptor open_regular_file gives, and refused before it is read when it is larger than `max_bytes`. DataError
+// naming the file when it is missing, unreadable, not a regular file or too large.
+std::string read_bounded_file(const std::string& path, uint64_t max_bytes);
 
 }  // namespace parla

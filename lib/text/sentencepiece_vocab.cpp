@@ -120,7 +120,7 @@ SentencePieceVocab SentencePieceVocab::load(const std::string& model_path) {
   // regular file, so that a path swapped for a FIFO after a check cannot block the reader.
   std::string proto;
   try {
-    proto = read_regular_file(model_path, kMaxModelFileBytes);
+    proto = read_bounded_file(model_path, kMaxModelFileBytes);
   } catch (const DataError& e) {
     throw DataError(std::string("SentencePiece model: ") + e.what());
   }
