@@ -9,6 +9,18 @@
 #include "serve/server_metrics.h"
 
 namespace parla::serve {
+namespace {
+
+// The summed and the largest sentence_cost of a batch or a stream: its memory and its duration.
+struct CostSummary {
+  double total = 0, costliest = 0;
+  void add(double c) {
+    total += c;
+    costliest = std::max(costliest, c);
+  }
+};
+
+}  // namespace
 
 bool Ticket::wait_for(std::chrono::milliseconds timeout) {
   std::unique_lock<std::mutex> lock(mutex_);
@@ -400,12 +412,8 @@ void SentenceBatcher::run() {
 void SentenceBatcher::decode_batch(std::vector<Item> items, std::vector<std::vector<int>> sources,
                                    const SearchOptions& options, int depth) {
   if (items.empty()) return;
-  double batch_cost = 0, max_cost = 0;
-  for (const auto& src : sources) {
-    const double c = sentence_cost(options, src.size());
-    batch_cost += c;
-    max_cost = std::max(max_cost, c);
-  }
+  CostSummary cost;
+  for (const auto& src : sources) cost.add(sentence_cost(options, src.size()));
   const auto start = Clock::now();
   auto slice_start = start;
   std::vector<std::vector<Translation>> out;
@@ -418,7 +426,7 @@ void SentenceBatcher::decode_batch(std::vector<Item> items, std::vector<std::vec
       if (std::all_of(items.begin(), items.end(), [](const Item& i) { return i.ticket->cancelled(); }))
         throw decode::SearchInterrupted("every request of the batch was cancelled or ran out of time");
       const auto before = Clock::now();
-      maybe_preempt(max_cost, batch_cost, slice_start, depth);
+      maybe_preempt(cost.costliest, cost.total, slice_start, depth);
       preempted_seconds += std::chrono::duration<double>(Clock::now() - before).count();
     });
     out = decoder_(sources, options);
@@ -452,7 +460,7 @@ void SentenceBatcher::decode_batch(std::vector<Item> items, std::vector<std::vec
   }
   std::lock_guard<std::mutex> lock(mutex_);
   if (failure.empty()) {
-    decoded_cost_ += batch_cost;
+    decoded_cost_ += cost.total;
     decoding_seconds_ += seconds;
   }
 }
@@ -490,6 +498,11 @@ void SentenceBatcher::run_continuous() {
   std::map<int64_t, size_t> source_tokens;
   int64_t next_id = 0;
   auto slice_start = Clock::now();  // preemption: since the stream opened or last let a batch go first
+  auto stream_cost = [&] {
+    CostSummary c;
+    for (const auto& [id, tokens] : source_tokens) c.add(sentence_cost(options, tokens));
+    return c;
+  };
   // Everything in the stream fails (the decoder threw, or the server stops); the stream is dropped.
   auto fail_stream = [&](const std::string& why) {
     for (auto& [id, item] : in_stream) item.ticket->fail(why);
@@ -523,11 +536,9 @@ void SentenceBatcher::run_continuous() {
         for (const auto& e : queue_)
           if (e.options == options) ready += e.order.size() - e.next;
         if (ready >= std::min(room, std::max<size_t>(1, limits_.join_min))) {
-          double in_cost = 0;
-          for (const auto& [id, tokens] : source_tokens) in_cost += sentence_cost(options, tokens);
           SearchOptions same;
           // Joiners stay within serve.max_batch_cost with the sentences already decoding.
-          joining = take_batch(sources, same, room, kAnyCost, batch_cost_budget() - in_cost, false);
+          joining = take_batch(sources, same, room, kAnyCost, batch_cost_budget() - stream_cost().total, false);
         }
       }
     }
@@ -585,13 +596,8 @@ void SentenceBatcher::run_continuous() {
     if (!in_stream.empty()) {
       // Sentences much cheaper than the stream's costliest, with other options or with no room to join, are
       // decoded as a static batch before its next step.
-      double max_cost = 0, stream_cost = 0;
-      for (const auto& [id, tokens] : source_tokens) {
-        const double c = sentence_cost(options, tokens);
-        max_cost = std::max(max_cost, c);
-        stream_cost += c;
-      }
-      maybe_preempt(max_cost, stream_cost, slice_start, 0);
+      const CostSummary c = stream_cost();
+      maybe_preempt(c.costliest, c.total, slice_start, 0);
     }
     lock.lock();
     decoded_cost_ += finished_cost;

@@ -287,3 +287,47 @@ TEST_CASE("continuous batching: at its deadline a request is answered and its se
   std::this_thread::sleep_for(50ms);
   CHECK(log.steps == steps);
 }
+
+TEST_CASE("continuous batching with preemption: a cheap request with other settings is decoded by the static "
+          "decoder between the stream's steps instead of waiting for it to drain", "[continuous]") {
+  StreamLog log;
+  BatcherLimits limits;
+  limits.max_wait_ms = 0;
+  limits.preempt_ms = 20;
+  std::atomic<int> static_batches{0};
+  BatchDecoder preempting = [&](const std::vector<std::vector<int>>& sources, const SearchOptions&) {
+    ++static_batches;
+    std::vector<std::vector<Translation>> out;
+    for (const auto& src : sources) out.push_back({Translation{stream_text(src), 0.f, src.size()}});
+    return out;
+  };
+  SentenceBatcher batcher(limits, toy_opener(log), nullptr, preempting);
+  std::vector<std::vector<int>> a{sentence_of(1, 400)}, b{sentence_of(2, 3)};
+  auto ta = batcher.submit(a, search_with(5, 1));
+  while (log.steps < 2) std::this_thread::sleep_for(1ms);
+  auto tb = batcher.submit(b, search_with(2, 1));  // other settings: without preemption it waits ~400 steps
+  check_answered(tb, b);
+  CHECK_FALSE(ta->wait_for(0ms));  // answered while the stream still runs
+  CHECK(static_batches.load() == 1);
+  check_answered(ta, a);
+  std::lock_guard<std::mutex> lock(log.mutex);
+  CHECK(log.opened.size() == 1);  // no stream of its own was opened for it
+}
+
+TEST_CASE("continuous batching: sentences join a running stream only within serve.max_batch_cost", "[continuous]") {
+  StreamLog log;
+  BatcherLimits limits;
+  limits.max_wait_ms = 0;
+  const auto opts = search_with(5, 1);
+  limits.max_batch_cost = 3 * sentence_cost(opts, 20);  // room for three sentences of 20 pieces
+  SentenceBatcher batcher(limits, toy_opener(log));
+  std::vector<std::vector<std::vector<int>>> sent;
+  std::vector<std::shared_ptr<Ticket>> tickets;
+  for (int r = 0; r < 8; ++r) {
+    sent.push_back({sentence_of(r, 20)});
+    tickets.push_back(batcher.submit(sent.back(), opts));
+  }
+  for (int r = 0; r < 8; ++r) check_answered(tickets[static_cast<size_t>(r)], sent[static_cast<size_t>(r)]);
+  std::lock_guard<std::mutex> lock(log.mutex);
+  CHECK(log.largest == 3);
+}
