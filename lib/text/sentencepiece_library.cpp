@@ -56,7 +56,9 @@ const SentencePieceLibrary& sentencepiece_library() {
     resolve(handle, "pspm_free_model", l.free_model, missing);
     resolve(handle, "pspm_free", l.free, missing);
     resolve(handle, "pspm_encode", l.encode, missing);
+    resolve(handle, "pspm_encode_pieces", l.encode_pieces, missing);
     resolve(handle, "pspm_decode", l.decode, missing);
+    resolve(handle, "pspm_decode_pieces", l.decode_pieces, missing);
     resolve(handle, "pspm_size", l.size, missing);
     resolve(handle, "pspm_piece_to_id", l.piece_to_id, missing);
     resolve(handle, "pspm_id_to_piece", l.id_to_piece, missing);

@@ -10,7 +10,11 @@ struct SentencePieceLibrary {
   void (*free_model)(void* m);
   void (*free)(void* p);
   int (*encode)(const void* m, const char* text, size_t n, int** ids, size_t* count, char** error);
+  int (*encode_pieces)(const void* m, const char* text, size_t n, char** joined, size_t** lens, size_t* count,
+                       char** error);
   int (*decode)(const void* m, const int* ids, size_t n, char** text, size_t* len, char** error);
+  int (*decode_pieces)(const void* m, const char* const* pieces, const size_t* lens, size_t n, char** text,
+                       size_t* len, char** error);
   int (*size)(const void* m);
   int (*piece_to_id)(const void* m, const char* piece, size_t n);
   char* (*id_to_piece)(const void* m, int id, size_t* len);

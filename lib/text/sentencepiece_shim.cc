@@ -136,6 +136,43 @@ int pspm_decode(const void* m, const int* ids, size_t n, char** text, size_t* le
   return 0;
 }
 
+// The pieces of a text as strings, one after another in `joined` with their lengths; a span the model cannot
+// segment is its surface text (as spm_encode prints it), not "<unk>".
+int pspm_encode_pieces(const void* m, const char* text, size_t n, char** joined, size_t** lens, size_t* count,
+                       char** error) {
+  std::vector<std::string> pieces;
+  auto status = static_cast<const sentencepiece::SentencePieceProcessor*>(m)->Encode(std::string_view(text, n), &pieces);
+  if (!status.ok()) {
+    set_error(error, status.ToString());
+    return 1;
+  }
+  std::string all;
+  *count = pieces.size();
+  *lens = static_cast<size_t*>(std::malloc(sizeof(size_t) * (pieces.empty() ? 1 : pieces.size())));
+  for (size_t i = 0; i < pieces.size(); ++i) {
+    (*lens)[i] = pieces[i].size();
+    all += pieces[i];
+  }
+  *joined = copy_out(all);
+  return 0;
+}
+
+// SentencePiece's DecodePieces: a piece the model lacks is printed as it is (its surface), not dropped.
+int pspm_decode_pieces(const void* m, const char* const* pieces, const size_t* lens, size_t n, char** text, size_t* len,
+                       char** error) {
+  std::vector<std::string> in;
+  in.reserve(n);
+  for (size_t i = 0; i < n; ++i) in.emplace_back(pieces[i], lens[i]);
+  std::string out;
+  auto status = static_cast<const sentencepiece::SentencePieceProcessor*>(m)->Decode(in, &out);
+  if (!status.ok()) {
+    set_error(error, status.ToString());
+    return 1;
+  }
+  *text = copy_out(out, len);
+  return 0;
+}
+
 int pspm_size(const void* m) { return static_cast<const sentencepiece::SentencePieceProcessor*>(m)->GetPieceSize(); }
 
 int pspm_piece_to_id(const void* m, const char* piece, size_t n) {

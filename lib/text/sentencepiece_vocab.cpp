@@ -62,11 +62,10 @@ bool is_language_token(const std::string& piece) {
 
 }  // namespace
 
-// The two numberings side by side: the model's ids to the table's and back.
+// The table's numbering beside the model's.
 struct SentencePieceVocab::Table {
   std::vector<std::string> pieces;
   std::unordered_map<std::string, int> ids;
-  std::vector<int> from_model;  // model id -> table id (unk when the table lacks the piece)
   std::vector<int> to_model;    // table id -> model id, -1 for pieces the model cannot produce
 };
 
@@ -95,14 +94,6 @@ SentencePieceVocab SentencePieceVocab::from_serialized(const std::string& proto,
     if (id >= 0 && id < v.size_ && piece_of(m, id) == pieces[i] &&
         std::find(model_specials.begin(), model_specials.end(), id) == model_specials.end())
       t->to_model[i] = id;
-  }
-  t->from_model.resize(static_cast<size_t>(v.size_));
-  for (int id = 0; id < v.size_; ++id) {
-    auto it = t->ids.find(piece_of(m, id));
-    // A model piece the table lacks, or maps to a special (the SentencePiece model's own <unk>, say), is unknown:
-    // encode never produces pad, bos or eos.
-    const bool ordinary = it != t->ids.end() && t->to_model[static_cast<size_t>(it->second)] >= 0;
-    t->from_model[static_cast<size_t>(id)] = ordinary ? it->second : kUnkId;
   }
   t->pieces = std::move(pieces);
   v.size_ = static_cast<int>(t->pieces.size());
@@ -145,15 +136,36 @@ std::vector<int> SentencePieceVocab::encode(const std::string& line) const {
       }
     }
   }
-  int* ids = nullptr;
-  size_t n = 0;
   char* error = nullptr;
-  if (lib.encode(model_.get(), line.data() + start, line.size() - start, &ids, &n, &error) != 0)
+  size_t n = 0;
+  if (!table_) {
+    int* ids = nullptr;
+    if (lib.encode(model_.get(), line.data() + start, line.size() - start, &ids, &n, &error) != 0)
+      throw DataError("SentencePiece cannot encode a line: " + take_error(error));
+    out.assign(ids, ids + n);
+    lib.free(ids);
+    return out;
+  }
+  // Through the pieces as strings, as Marian (spm_encode, then vocab.yml) and MarianTokenizer read a line: a span
+  // the model cannot segment comes as its surface text, which is that table entry where the table has one (a joint
+  // vocabulary holds the other side's pieces), else unk. Pad, bos and eos are never produced.
+  char* joined = nullptr;
+  size_t* lens = nullptr;
+  if (lib.encode_pieces(model_.get(), line.data() + start, line.size() - start, &joined, &lens, &n, &error) != 0)
     throw DataError("SentencePiece cannot encode a line: " + take_error(error));
+  std::unique_ptr<char, void (*)(char*)> hold_joined(joined, [](char* p) { sentencepiece_library().free(p); });
+  std::unique_ptr<size_t, void (*)(size_t*)> hold_lens(lens, [](size_t* p) { sentencepiece_library().free(p); });
   out.reserve(out.size() + n);
-  for (size_t i = 0; i < n; ++i)
-    out.push_back(table_ ? table_->from_model[static_cast<size_t>(ids[i])] : ids[i]);
-  lib.free(ids);
+  size_t at = 0;
+  std::string piece;
+  for (size_t i = 0; i < n; ++i) {
+    piece.assign(joined + at, lens[i]);
+    at += lens[i];
+    auto it = table_->ids.find(piece);
+    const bool ordinary = it != table_->ids.end() && it->second != kPadId && it->second != kUnkId &&
+                          it->second != kEosId && (it->second != kBosId || table_->to_model[kBosId] >= 0);
+    out.push_back(ordinary ? it->second : kUnkId);
+  }
   return out;
 }
 
@@ -163,25 +175,46 @@ void SentencePieceVocab::check_id(int id) const {
 }
 
 std::string SentencePieceVocab::decode(const std::vector<int>& ids) const {
-  std::vector<int> kept;
-  kept.reserve(ids.size());
-  for (int id : ids) {
-    check_id(id);
-    if (!table_) {
-      if (id != kPadId && id != kBosId && id != kEosId) kept.push_back(id);
-    } else if (id == kUnkId) {
-      kept.push_back(sentencepiece_library().special_id(model_.get(), 1));  // the model's own unk
-    } else if (table_->to_model[static_cast<size_t>(id)] >= 0) {
-      kept.push_back(table_->to_model[static_cast<size_t>(id)]);
-    }
-  }
   const auto& lib = sentencepiece_library();
   char* text = nullptr;
   size_t n = 0;
   char* error = nullptr;
-  if (lib.decode(model_.get(), kept.data(), kept.size(), &text, &n, &error) != 0)
-    throw DataError("SentencePiece cannot decode ids: " + take_error(error));
-  return take(text, n);
+  if (!table_) {
+    std::vector<int> kept;
+    kept.reserve(ids.size());
+    for (int id : ids) {
+      check_id(id);
+      if (id != kPadId && id != kBosId && id != kEosId) kept.push_back(id);
+    }
+    if (lib.decode(model_.get(), kept.data(), kept.size(), &text, &n, &error) != 0)
+      throw DataError("SentencePiece cannot decode ids: " + take_error(error));
+    return take(text, n);
+  }
+  // An imported vocabulary decodes as its own tools do (Marian's vocab + spm_decode, transformers' MarianTokenizer
+  // with skip_special_tokens): the specials are skipped and every other id is its table piece, handed to
+  // SentencePiece's DecodePieces. A piece the model lacks (a joint vocabulary holds the other side's pieces) is
+  // then printed as it is rather than lost; its word boundaries are turned into spaces, and the ends trimmed.
+  std::vector<const char*> pieces;
+  std::vector<size_t> lens;
+  pieces.reserve(ids.size());
+  lens.reserve(ids.size());
+  for (int id : ids) {
+    check_id(id);
+    if (id == kPadId || id == kUnkId || id == kEosId) continue;
+    if (id == kBosId && table_->to_model[static_cast<size_t>(kBosId)] < 0) continue;  // bos, not an ordinary piece
+    const std::string& piece = table_->pieces[static_cast<size_t>(id)];
+    pieces.push_back(piece.data());
+    lens.push_back(piece.size());
+  }
+  if (lib.decode_pieces(model_.get(), pieces.data(), lens.data(), pieces.size(), &text, &n, &error) != 0)
+    throw DataError("SentencePiece cannot decode pieces: " + take_error(error));
+  std::string out = take(text, n);
+  static const std::string kWordBoundary = "\xE2\x96\x81";  // U+2581, SentencePiece's space
+  for (size_t at = out.find(kWordBoundary); at != std::string::npos; at = out.find(kWordBoundary, at + 1))
+    out.replace(at, kWordBoundary.size(), " ");
+  const size_t first = out.find_first_not_of(" \t\n\r\f\v");
+  if (first == std::string::npos) return "";
+  return out.substr(first, out.find_last_not_of(" \t\n\r\f\v") - first + 1);
 }
 
 int SentencePieceVocab::size() const { return size_; }

@@ -26,13 +26,16 @@ class SentencePieceVocab {
   // imported vocabularies have no bos, their decoder starts from pad). A piece the model produces that the table
   // lacks encodes as unk. Table entries the model cannot produce are never produced by encode, except
   // target-language tokens (">>fra<<", OPUS-MT's multilingual models): one at the very start of a line, followed by
-  // a space or the end, is that id. Such entries, and pad, bos and eos, decode to nothing. DataError for a table
-  // shorter than 4 or with a piece twice.
+  // a space or the end, is that id. Decoding skips pad, unk, bos and eos and prints every other entry, the
+  // model's or not, as SentencePiece's DecodePieces does, with word boundaries as spaces and the ends trimmed: the
+  // text transformers' MarianTokenizer and Marian's spm_decode give. DataError for a table shorter than 4 or with a
+  // piece twice.
   static SentencePieceVocab from_serialized(const std::string& proto, std::vector<std::string> pieces);
 
   // Piece ids of a line, without bos/eos.
   std::vector<int> encode(const std::string& line) const;
-  // The text of ids; pad, bos and eos are skipped. Throws DataError for an id outside [0, size()).
+  // The text of ids; pad, bos and eos are skipped (and unk, with a piece table). Throws DataError for an id
+  // outside [0, size()).
   std::string decode(const std::vector<int>& ids) const;
   int size() const;
   // The model proto bytes (what from_serialized() takes).

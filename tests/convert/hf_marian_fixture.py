@@ -2,13 +2,24 @@
 """Builds a small MarianMT model with random weights, locally (no network), as Hugging Face's transformers saves
 one, and what transformers computes with it: the independent reference of tests/convert.
 
-  python hf_marian_fixture.py OUT_DIR [--separate] [--activation swish|relu] [--seed N] [--marian DIR]
+  python hf_marian_fixture.py OUT_DIR [--separate | --joint] [--activation swish|relu] [--seed N] [--marian DIR]
+                               [--texts N]
 
 OUT_DIR gets the MarianMT folder (config.json, model.safetensors, source.spm, target.spm, vocab.json, and
 target_vocab.json with --separate) and reference.json: for each source sentence its input ids, a forced target
 with transformers' log-probability of every token, transformers' greedy output ids and its beam-4 hypotheses with
 their scores. Ids are the folder's own (vocab.json's). The vocabulary puts </s> at 0, <unk> at 1, two target
 language tokens >>fra<< and >>deu<< next, then the pieces, and <pad> last, as OPUS-MT's vocabularies do.
+
+--joint builds the layout of most OPUS-MT models (opus-mt-en-de among them): two different SentencePiece models
+(source.spm over English words, target.spm over German ones) and one joint vocab.json holding both models' pieces,
+whose embeddings the two sides share; so the target model lacks the source side's pieces, which a model emits.
+
+--texts N adds "texts" to reference.json: N source lines and, for each, MarianTokenizer's input ids, and the text
+that MarianTokenizer.decode(skip_special_tokens=True) gives for transformers' greedy output and for its beam-4 best
+(with that hypothesis's log-probability by a forced pass), as a user of transformers would print them.
+
+--bin also writes the weights as torch.save writes them (see write_pickles).
 
 --marian DIR also writes the same model as Marian saves it, as OPUS-MT distributes it: DIR/model.npz under Marian's
 parameter names (matrices [in, out], biases and norms [1, n], no <pad> row: the pad row and its logit bias are
@@ -26,11 +37,15 @@ WORDS = ("the house is small a dog runs fast green tree we see la maison est pet
          "arbre vert nous voyons das haus ist klein ein hund").split()
 
 
-def corpus(seed):
+ENGLISH = "the house is small a dog runs fast green tree we see".split()
+GERMAN = "das haus ist klein ein hund rennt schnell grüner baum wir sehen".split()
+
+
+def corpus(seed, words=WORDS):
     out = []
     for i in range(400):
         n = 3 + (i * 7 + seed) % 6
-        out.append(" ".join(WORDS[(i * 5 + j * 3 + seed) % len(WORDS)] for j in range(n)))
+        out.append(" ".join(words[(i * 5 + j * 3 + seed) % len(words)] for j in range(n)))
     return out
 
 
@@ -41,10 +56,11 @@ def train_spm(path_prefix, lines, size):
     return spm.SentencePieceProcessor(model_file=path_prefix + ".model")
 
 
-def vocab_of(sp, pad_last=True):
+def vocab_of(sp, pad_last=True, also=None):
     pieces = ["</s>", "<unk>", ">>fra<<", ">>deu<<"]
-    pieces += [sp.id_to_piece(i) for i in range(sp.get_piece_size())
-               if sp.id_to_piece(i) not in ("<unk>", "<s>", "</s>")]
+    for model in (sp, also) if also else (sp,):
+        pieces += [model.id_to_piece(i) for i in range(model.get_piece_size())
+                   if model.id_to_piece(i) not in ("<unk>", "<s>", "</s>") and model.id_to_piece(i) not in pieces]
     # transformers has one pad_token_id for both sides, so separate vocabularies put <pad> at the same id.
     pieces.insert(len(pieces) if pad_last else 2, "<pad>")
     return {p: i for i, p in enumerate(pieces)}
@@ -117,22 +133,57 @@ def write_marian(model, cfg, vocab, a):
             dst.write(src.read())
 
 
+class RunsCode:
+    """What a hostile pytorch_model.bin holds: unpickling it calls os.system."""
+    def __init__(self, marker):
+        self.marker = marker
+
+    def __reduce__(self):
+        return (os.system, ("touch " + self.marker,))
+
+
+def write_pickles(out, model):
+    """The weights as torch.save writes them, beside model.safetensors: pytorch_model.bin, the state_dict (an
+    OrderedDict with its _metadata, as transformers < 4.30 saved it); plain_dict.bin, a plain dict of the same
+    tensors (as later versions saved their shards); legacy.bin, the pre-1.6 format (a bare pickle);
+    runs_code.bin, a zip whose pickle would run a command that creates OUT/code_ran."""
+    sd = model.state_dict()
+    torch.save(sd, os.path.join(out, "pytorch_model.bin"))
+    torch.save(dict(sd), os.path.join(out, "plain_dict.bin"))
+    torch.save(sd, os.path.join(out, "legacy.bin"), _use_new_zipfile_serialization=False)
+    evil = dict(sd)
+    evil["model.encoder.layers.0.fc1.weight"] = RunsCode(os.path.join(out, "code_ran"))
+    torch.save(evil, os.path.join(out, "runs_code.bin"))
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
     ap.add_argument("--separate", action="store_true")
+    ap.add_argument("--joint", action="store_true")
+    ap.add_argument("--texts", type=int, default=0)
+    ap.add_argument("--bin", action="store_true")
+    ap.add_argument("--eos-boost", type=float)
+    ap.add_argument("--weight-std", type=float, default=0.5)
+    ap.add_argument("--bias-std", type=float, default=0.5)
+    ap.add_argument("--d-model", type=int, default=16)
     ap.add_argument("--activation", default="swish")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--marian")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     torch.manual_seed(a.seed)
-    src_sp = train_spm(os.path.join(a.out, "src"), corpus(1), 40)
-    tgt_sp = train_spm(os.path.join(a.out, "tgt"), corpus(2), 36) if a.separate else src_sp
-    src_vocab = vocab_of(src_sp, pad_last=not a.separate)
+    assert not (a.separate and a.joint)
+    if a.joint:
+        src_sp = train_spm(os.path.join(a.out, "src"), corpus(1, ENGLISH), 28)
+        tgt_sp = train_spm(os.path.join(a.out, "tgt"), corpus(2, GERMAN), 28)
+    else:
+        src_sp = train_spm(os.path.join(a.out, "src"), corpus(1), 40)
+        tgt_sp = train_spm(os.path.join(a.out, "tgt"), corpus(2), 36) if a.separate else src_sp
+    src_vocab = vocab_of(src_sp, pad_last=not a.separate, also=tgt_sp if a.joint else None)
     tgt_vocab = vocab_of(tgt_sp, pad_last=False) if a.separate else src_vocab
     os.replace(os.path.join(a.out, "src.model"), os.path.join(a.out, "source.spm"))
-    if a.separate:
+    if a.separate or a.joint:
         os.replace(os.path.join(a.out, "tgt.model"), os.path.join(a.out, "target.spm"))
     else:
         with open(os.path.join(a.out, "source.spm"), "rb") as f, open(os.path.join(a.out, "target.spm"), "wb") as g:
@@ -147,7 +198,7 @@ def main():
             json.dump(tgt_vocab, f, ensure_ascii=False)
 
     pad = tgt_vocab["<pad>"]
-    cfg = MarianConfig(vocab_size=len(src_vocab), decoder_vocab_size=len(tgt_vocab), d_model=16, encoder_layers=2,
+    cfg = MarianConfig(vocab_size=len(src_vocab), decoder_vocab_size=len(tgt_vocab), d_model=a.d_model, encoder_layers=2,
                        decoder_layers=2, encoder_attention_heads=4, decoder_attention_heads=4, encoder_ffn_dim=32,
                        decoder_ffn_dim=32, max_position_embeddings=64, pad_token_id=src_vocab["<pad>"],
                        eos_token_id=tgt_vocab["</s>"], decoder_start_token_id=pad, activation_function=a.activation,
@@ -159,14 +210,17 @@ def main():
             if "layer_norm" in name:  # near their usual values, so that outputs depend on the source
                 p.normal_(1.0 if name.endswith("weight") else 0.0, 0.1)
             elif "embed_positions" not in name:
-                p.normal_(0.0, 0.5)
-        model.final_logits_bias.normal_(0.0, 0.5)
-        model.final_logits_bias[0, tgt_vocab["</s>"]] += 3.5  # some sentences end before the length limit
+                p.normal_(0.0, a.weight_std)
+        model.final_logits_bias.normal_(0.0, a.bias_std)
+        # Some sentences end before the length limit (the joint vocabulary's wider output needs less help).
+        model.final_logits_bias[0, tgt_vocab["</s>"]] += a.eos_boost if a.eos_boost is not None else 3.5
         # As in the models converted from Marian, which has no pad: its embedding row and logit bias are zero.
         model.final_logits_bias[0, pad] = 0.0
         model.model.encoder.embed_tokens.weight[src_vocab["<pad>"]].zero_()  # the shared table when tied
         model.model.decoder.embed_tokens.weight[pad].zero_()
     model.save_pretrained(a.out, safe_serialization=True)
+    if a.bin:
+        write_pickles(a.out, model)
     if a.marian:
         write_marian(model, cfg, src_vocab, a)
 
@@ -206,8 +260,46 @@ def main():
     for c in cases:
         for h in c["beam"]:
             h["logprob"] = sequence_logprob(c["src_ids"], h["ids"])
+    reference = {"pad": pad, "cases": cases}
+    if a.texts:
+        reference["texts"] = texts(a, model, pad, sequence_logprob)
     with open(os.path.join(a.out, "reference.json"), "w") as f:
-        json.dump({"pad": pad, "cases": cases}, f, indent=1)
+        json.dump(reference, f, indent=1, ensure_ascii=False)
+
+
+def texts(a, model, pad, sequence_logprob):
+    """What a user of transformers prints for a.texts source lines: MarianTokenizer in, MarianTokenizer out."""
+    import random
+    from transformers import MarianTokenizer
+    with open(os.path.join(a.out, "tokenizer_config.json"), "w") as f:  # as OPUS-MT folders have one
+        json.dump({"source_lang": "en", "target_lang": "de", "separate_vocabs": a.separate,
+                   "model_max_length": 512}, f)
+    tok = MarianTokenizer.from_pretrained(a.out)
+    target = spm.SentencePieceProcessor(model_file=os.path.join(a.out, "target.spm"))
+    rng = random.Random(a.seed)
+    pool = ENGLISH + GERMAN[:4] + ["zebra", "qx", "Tree", "fast."]
+    out = []
+    for i in range(a.texts):
+        line = " ".join(rng.choice(pool) for _ in range(rng.randint(1, 8)))
+        if i % 7 == 3:
+            line = ">>fra<< " + line
+        inp = tok(line, return_tensors="pt")
+        with torch.no_grad():
+            greedy = model.generate(**inp, num_beams=1, do_sample=False, max_new_tokens=20, min_new_tokens=0,
+                                    bad_words_ids=[[pad]])
+            beam = model.generate(**inp, num_beams=4, num_return_sequences=4, do_sample=False, max_new_tokens=20,
+                                  length_penalty=0.0, early_stopping=True, bad_words_ids=[[pad]])
+        src = inp["input_ids"][0].tolist()
+        hyps = [[i for i in s.tolist() if i != pad] for s in beam]
+        scored = [(sequence_logprob(src, h), h) for h in hyps]
+        best_logprob, best = max(scored, key=lambda x: x[0])
+        pieces = tok.convert_ids_to_tokens(greedy[0].tolist(), skip_special_tokens=True)
+        out.append({"source": line, "src_ids": src,
+                    "greedy_pieces_target_spm_lacks": sum(target.piece_to_id(p) == target.unk_id() for p in pieces),
+                    "greedy_ids": [i for i in greedy[0].tolist() if i != pad],
+                    "greedy_text": tok.decode(greedy[0], skip_special_tokens=True),
+                    "beam_text": tok.decode(best, skip_special_tokens=True), "beam_logprob": best_logprob})
+    return out
 
 
 if __name__ == "__main__":

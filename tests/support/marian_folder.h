@@ -1,7 +1,9 @@
 #pragma once
-// A small MarianMT folder as transformers saves one, written here by hand (no Python): d_model 8, one layer each
-// side, a shared vocabulary of a toy SentencePiece model's pieces (specials renumbered as Marian numbers them:
-// </s> 0, <unk> 1, <pad> last), random weights. For tests of parla-convert and of what follows an import.
+// A small MarianMT folder as transformers saves one, written here by hand (no Python), in the layout of most OPUS-MT
+// models: two different SentencePiece models (source.spm over English-like words, target.spm over German-like ones)
+// and one joint vocabulary of both (Marian's numbering: </s> 0, <unk> 1, the pieces, <pad> last) whose embeddings
+// the two sides share, so that the target model lacks the source side's pieces; d_model 8, one layer each side,
+// random weights. For tests of parla-convert and of what follows an import.
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -18,31 +20,38 @@
 
 namespace parla::testing {
 
-// A MarianMT folder as transformers saves one: d_model 8, one layer each side, a shared vocabulary of the toy
-// SentencePiece model's pieces plus <pad> last, random weights.
+// The folder `name` in `dir` (see above); returns its path.
 inline std::string write_marian_folder(const TempDir& dir, const std::string& name) {
   namespace fs = std::filesystem;
   const fs::path folder = dir.file(name);
   fs::create_directories(folder);
-  std::vector<std::string> corpus;
-  for (int i = 0; i < 200; ++i) {
-    std::string line;
-    for (int j = 0; j < 4; ++j) line += toy_words()[static_cast<size_t>((i * 3 + j * 5) % 12)] + " ";
-    corpus.push_back(line);
-  }
-  parla::VocabConfig vc;
-  vc.vocab_size = 40;
-  vc.byte_fallback = false;
-  vc.character_coverage = 1.0;
-  const std::string proto = parla::text::train_sentencepiece(corpus, vc, 1, 1).model_proto;
-  const auto spm = parla::text::SentencePieceVocab::from_serialized(proto);
+  auto train = [](const std::vector<std::string>& words) {
+    std::vector<std::string> corpus;
+    for (int i = 0; i < 200; ++i) {
+      std::string line;
+      for (int j = 0; j < 4; ++j) line += words[static_cast<size_t>((i * 3 + j * 5) % words.size())] + " ";
+      corpus.push_back(line);
+    }
+    parla::VocabConfig vc;
+    vc.vocab_size = 40;
+    vc.byte_fallback = false;
+    vc.character_coverage = 1.0;
+    return parla::text::train_sentencepiece(corpus, vc, 1, 1).model_proto;
+  };
+  const std::string source_proto = train(toy_words());
+  const std::string target_proto = train({"das", "haus", "ist", "klein", "ein", "hund", "rennt", "schnell", "gr\xC3\xBCner",
+                                          "baum", "wir", "sehen"});
   nlohmann::json vocab = {{"</s>", 0}, {"<unk>", 1}};
-  for (int id = 4; id < spm.size(); ++id) vocab[spm.id_to_piece(id)] = vocab.size();
+  for (const auto* proto : {&source_proto, &target_proto}) {
+    const auto spm = parla::text::SentencePieceVocab::from_serialized(*proto);
+    for (int id = 4; id < spm.size(); ++id)
+      if (!vocab.contains(spm.id_to_piece(id))) vocab[spm.id_to_piece(id)] = vocab.size();
+  }
   const int64_t v = static_cast<int64_t>(vocab.size()) + 1, d = 8, f = 16;
   vocab["<pad>"] = v - 1;
   std::ofstream(folder / "vocab.json") << vocab.dump();
-  std::ofstream(folder / "source.spm", std::ios::binary) << proto;
-  std::ofstream(folder / "target.spm", std::ios::binary) << proto;
+  std::ofstream(folder / "source.spm", std::ios::binary) << source_proto;
+  std::ofstream(folder / "target.spm", std::ios::binary) << target_proto;
   nlohmann::json config = {{"model_type", "marian"},        {"vocab_size", v},
                            {"decoder_vocab_size", v},        {"d_model", d},
                            {"encoder_layers", 1},            {"decoder_layers", 1},

@@ -221,11 +221,86 @@ TEST_CASE("a piece table renumbers the model's pieces: encode and decode go thro
   CHECK(std::equal(fra.begin() + 1, fra.end(), t.encode("the vote").begin()));
   CHECK(t.encode("the >>fra<< vote") != t.encode("the vote"));
   CHECK(t.encode(">>xyz<< the vote")[0] != 4);  // not in the table: ordinary text
-  // pad, bos, eos and table entries the model cannot produce decode to nothing.
+  // pad, unk, bos and eos decode to nothing.
   auto with_specials = renumbered;
-  with_specials.insert(with_specials.begin(), {0, 2, 4, 6});
+  with_specials.insert(with_specials.begin(), {0, 2, 1});
   with_specials.push_back(3);
   CHECK(t.decode(with_specials) == v.decode(own));
+}
+
+namespace {
+// The text of ids by the naive rule that transformers' MarianTokenizer and OPUS-MT's spm_decode step follow for
+// plain pieces: the pieces of the non-special ids joined, word boundaries (U+2581) made spaces, the ends trimmed.
+std::string joined_pieces_text(const SentencePieceVocab& t, const std::vector<int>& ids) {
+  std::string s;
+  for (int id : ids)
+    if (id > 3) s += t.id_to_piece(id);
+  std::string out;
+  for (size_t i = 0; i < s.size();) {
+    if (s.compare(i, 3, "\xE2\x96\x81") == 0) {
+      out += ' ';
+      i += 3;
+    } else {
+      out += s[i++];
+    }
+  }
+  const size_t a = out.find_first_not_of(' '), b = out.find_last_not_of(' ');
+  return a == std::string::npos ? "" : out.substr(a, b - a + 1);
+}
+}  // namespace
+
+TEST_CASE("a piece table's entries that the model lacks decode by their surface, as SentencePiece's DecodePieces") {
+  // The real OPUS-MT layout: one joint vocabulary over two SentencePiece models, so the target model lacks the
+  // source side's pieces. The model of this test lacks ">>fra<<", "NEVER-PRODUCED" and two word-initial pieces.
+  const auto& v = trained();
+  auto table = reversed_table(v, false);
+  table.push_back("\xE2\x96\x81Zebrafisch");
+  table.push_back("\xE2\x96\x81Qx");
+  const int zebra = static_cast<int>(table.size()) - 2, qx = zebra + 1;
+  REQUIRE(v.piece_to_id(table[static_cast<size_t>(zebra)]) == parla::kUnkId);  // not the model's
+  auto t = SentencePieceVocab::from_serialized(v.serialized(), table);
+  const auto line = t.encode("the council debate report");
+  REQUIRE(line.size() >= 3);
+  const std::vector<std::vector<int>> cases = {
+      {zebra},                                      // alone
+      {zebra, line[0], line[1]},                    // first, then the model's pieces
+      {line[0], zebra, line[1], qx},                // inside and last
+      {4, line[0], 6, line[1], line[2]},            // a language token and a piece without a word boundary
+      {0, zebra, 1, 2, qx, 3},                      // with the specials, which print nothing
+      {line[0], zebra, zebra, qx, line[2], 5, 3},   // repeated
+  };
+  for (const auto& ids : cases) {
+    std::string shown;
+    for (int id : ids) shown += std::to_string(id) + " ";
+    INFO(shown);
+    CHECK(t.decode(ids) == joined_pieces_text(t, ids));
+  }
+  // Encoding: a span the model cannot segment is its surface text, which is a table entry where the table has it
+  // (as Marian's vocab.yml and MarianTokenizer look it up), so such a line comes back whole; else unk. OPUS-MT's
+  // models have no byte fallback, so neither has this one.
+  auto config = small_config();
+  config.byte_fallback = false;
+  const auto no_bytes = SentencePieceVocab::from_serialized(train_sentencepiece(corpus(), config, 2, 1).model_proto);
+  const auto plain_table = reversed_table(no_bytes, false);
+  const std::string cyrillic = "the \xD0\x96\xD0\xB4 vote";
+  const auto without = SentencePieceVocab::from_serialized(no_bytes.serialized(), plain_table).encode(cyrillic);
+  CHECK(std::count(without.begin(), without.end(), parla::kUnkId) == 1);
+  auto with_table = plain_table;
+  with_table.push_back("\xD0\x96\xD0\xB4");
+  with_table.push_back("\xE2\x96\x81\xD0\x96\xD0\xB4");
+  auto w = SentencePieceVocab::from_serialized(no_bytes.serialized(), with_table);
+  const auto with = w.encode(cyrillic);
+  CHECK(std::count(with.begin(), with.end(), parla::kUnkId) == 0);
+  CHECK(std::count_if(with.begin(), with.end(), [&](int id) { return id >= static_cast<int>(plain_table.size()); }) == 1);
+  CHECK(w.decode(with) == cyrillic);
+  // Specials are never produced, even by a surface that spells one.
+  for (int id : w.encode("a </s> <pad> <s> b")) CHECK((id == parla::kUnkId || id > 3));
+  // Nothing is lost, whatever comes around the piece.
+  CHECK(t.decode({zebra}) == "Zebrafisch");
+  CHECK(t.decode({0, qx, zebra, 3}) == "Qx Zebrafisch");
+  const std::string after = t.decode({line[0], line[1], zebra});
+  CHECK(after.size() > 11);
+  CHECK(after.compare(after.size() - 11, 11, " Zebrafisch") == 0);
 }
 
 TEST_CASE("in a piece table id 2 is bos unless the model produces its piece, and pieces the table lacks are unk") {
