@@ -14,6 +14,8 @@
 #include "core/error.h"
 #include "formats/bounded_file.h"
 #include "formats/json_file.h"
+#include "formats/mapped_file.h"
+#include "formats/torchscript_archive.h"
 #include "models/tensor_archive.h"
 #include "nn/positional_encoding.h"
 #include "text/sentencepiece_model_check.h"
@@ -181,15 +183,19 @@ ImportedModel read_hf_marian(const std::string& dir) {
   text::check_sentencepiece_model(m.src_spm, (fs::path(dir) / "source.spm").string());
   text::check_sentencepiece_model(m.tgt_spm, (fs::path(dir) / "target.spm").string());
 
-  // Weights.
-  const std::string st = (fs::path(dir) / "model.safetensors").string();
+  // Weights: model.safetensors, else pytorch_model.bin in torch.save's zip format (torch >= 1.6), read as data by
+  // the strict reader of parla's old checkpoints (formats/torchscript_archive.h), which runs nothing of its pickle.
+  std::string st = (fs::path(dir) / "model.safetensors").string();
   if (!fs::exists(st)) {
-    if (fs::exists(fs::path(dir) / "pytorch_model.bin"))
-      throw DataError(dir + ": holds pytorch_model.bin (a Python pickle), which parla does not read; re-save it as "
-                            "safetensors: python -c \"from transformers import MarianMTModel; "
-                            "MarianMTModel.from_pretrained('" + dir + "').save_pretrained('" + dir +
+    const std::string bin = (fs::path(dir) / "pytorch_model.bin").string();
+    if (!fs::exists(bin)) throw DataError(st + ": missing (the weights of a MarianMT folder)");
+    const auto mapped = formats::MappedFile::open(bin);  // a regular file, or DataError naming it
+    if (!formats::looks_like_zip(mapped->data(), mapped->size()))
+      throw DataError(bin + ": is in torch.save's legacy format (a bare pickle, torch < 1.6), which parla does not "
+                      "read; re-save the folder as safetensors: python -c \"from transformers import MarianMTModel; "
+                      "MarianMTModel.from_pretrained('" + dir + "').save_pretrained('" + dir +
                       "', safe_serialization=True)\"");
-    throw DataError(st + ": missing (the weights of a MarianMT folder)");
+    st = bin;
   }
   Weights w(st);
   auto permuted = [](const torch::Tensor& t, const std::vector<int64_t>& order) {

@@ -2,8 +2,9 @@
 // Importing a Hugging Face MarianMT folder (the copies of OPUS-MT's models on the Hugging Face Hub, or one saved
 // by transformers' save_pretrained): config.json, model.safetensors, source.spm and target.spm, vocab.json (and
 // target_vocab.json where the config says the vocabularies are separate). Read as data: the weights through
-// parla's safetensors reader, the JSON files with nlohmann/json. A pytorch_model.bin (a pickle) is not read:
-// the message says how to re-save it as safetensors.
+// parla's safetensors reader, or, where a folder has only pytorch_model.bin in torch.save's zip format, through
+// the strict pickle reader (only tensors, storages and plain containers; nothing is called); the JSON files with
+// nlohmann/json. The legacy torch.save format (a bare pickle) is refused with the command that re-saves it.
 //
 // The architecture is BART's with Marian's choices: post-norm layers, swish (OPUS-MT) or another activation,
 // concatenated sinusoidal positions, token embeddings scaled by sqrt(d_model) when scale_embedding is set, a

@@ -362,9 +362,15 @@ class Unpickler {
     push(n);
   }
 
-  // The object's attributes, set once from a dictionary: a state of any other shape would be __setstate__'s.
+  // The object's attributes, set once from a dictionary: a state of any other shape would be __setstate__'s. A
+  // dictionary's attributes (torch.save of a state_dict: the OrderedDict's _metadata, module versions) are data
+  // parla has no use for, and dropped.
   void build() {
     const uint32_t state = pop();
+    if (stack_.size() > floor() && node(stack_.back()).kind == Kind::Dict) {
+      if (node(state).kind != Kind::Dict) fail("BUILD with a state that is not a dictionary (a __setstate__ call)");
+      return;
+    }
     if (stack_.size() <= floor() || node(stack_.back()).kind != Kind::Object) fail("BUILD of something not an object");
     PickleNode& obj = node(stack_.back());
     if (obj.i != 0) fail("BUILD of an object twice");

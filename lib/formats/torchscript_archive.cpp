@@ -57,20 +57,31 @@ class Flattener {
       : tree_(tree), zip_(zip), prefix_(prefix), file_size_(file_size), checked_(checked) {}
 
   TorchScriptArchive run() {
-    if (tree_.at(tree_.root).kind != Kind::Object) throw DataError("the archive's data is not a module");
-    walk(tree_.root, "", 0);
+    const PickleNode& root = tree_.at(tree_.root);
+    if (root.kind == Kind::Object) {
+      walk(tree_.root, "", 0);
+    } else if (root.kind == Kind::Dict) {  // torch.save of a state_dict: names to tensors
+      walk_items(root.items, "", 0);
+    } else {
+      throw DataError("the archive's data is neither a module nor a dictionary of tensors");
+    }
     return std::move(out_);
   }
 
  private:
   void walk(uint32_t object, const std::string& prefix, size_t depth) {
-    if (depth > kMaxDepth) throw DataError("the archive's modules nest deeper than " + std::to_string(kMaxDepth));
     const PickleNode& o = tree_.at(object);
     if (o.i != 1) return;  // an object never built has no attributes
-    const auto& attrs = tree_.at(o.storage).items;
+    walk_items(tree_.at(o.storage).items, prefix, depth);
+  }
+
+  // A module's attributes or a dictionary's items (key, value, key, value, ...); nested modules and dictionaries
+  // become dotted names.
+  void walk_items(const std::vector<uint32_t>& attrs, const std::string& prefix, size_t depth) {
+    if (depth > kMaxDepth) throw DataError("the archive's modules nest deeper than " + std::to_string(kMaxDepth));
     for (size_t k = 0; k + 1 < attrs.size(); k += 2) {
       const PickleNode& key = tree_.at(attrs[k]);
-      if (key.kind != Kind::String) throw DataError("a module attribute whose name is not a string");
+      if (key.kind != Kind::String) throw DataError("an attribute or key that is not a string");
       charge(prefix.size() + key.s.size());
       const std::string name = prefix + key.s;
       if (++entries_ > kMaxEntries) throw DataError("the archive holds more than a million entries");
@@ -79,6 +90,9 @@ class Flattener {
       switch (value.kind) {
         case Kind::Object:
           walk(v, name + ".", depth + 1);
+          break;
+        case Kind::Dict:
+          walk_items(value.items, name + ".", depth + 1);
           break;
         case Kind::Tensor:
           add_tensor(name, value);

@@ -3,10 +3,13 @@
 // (torch::serialize::OutputArchive, a zip of data.pkl, code/ and data/<storage>), as data only: data.pkl goes
 // through the strict unpickler (formats/pickle.h), tensors are checked against their storages, and the code/
 // files are never compiled or run. They are only searched: a method there (a `def`, such as the __setstate__
-// that LibTorch's own loader would call) gets the archive refused, since parla never wrote one.
+// that LibTorch's own loader would call) gets the archive refused, since parla never wrote one. The same reader
+// takes PyTorch's torch.save zips of a state_dict (Hugging Face's pytorch_model.bin): data.pkl is then a
+// dictionary of names to tensors (an OrderedDict, whose _metadata attribute is dropped).
 //
 // The module tree is flattened into dotted names, the way parla names things everywhere: a sub-archive "model"
-// holding a module "encoder" with a tensor "weight" gives "model.encoder.weight". Torch-free (fuzzed).
+// holding a module "encoder" with a tensor "weight" gives "model.encoder.weight"; a dictionary's keys are names
+// likewise. Torch-free (fuzzed).
 #include <cstddef>
 #include <cstdint>
 #include <functional>

@@ -7,7 +7,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 #include <torch/torch.h>
@@ -18,9 +20,11 @@
 #include "decode/search.h"
 #include "models/checkpoint.h"
 #include "models/tensor_archive.h"
+#include "support/files.h"
 #include "support/python.h"
 #include "support/run.h"
 #include "support/temp_dir.h"
+#include "text/special_ids.h"
 
 using parla::testing::TempDir;
 namespace fs = std::filesystem;
@@ -188,4 +192,133 @@ TEST_CASE("a MarianMT folder with separate source and target vocabularies (relu)
   CHECK(meta.src_pieces != meta.tgt_pieces);
   CHECK(meta.config["model"]["share_embeddings"] == false);
   check_against_transformers(*f, ckpt, true);
+}
+
+namespace {
+// parla-translate's output for `sources` with `flags`, one entry per output line.
+std::vector<std::string> translated_lines(const TempDir& tmp, const std::string& checkpoint,
+                                          const std::vector<std::string>& sources, std::vector<std::string> flags) {
+  std::string text;
+  for (const auto& s : sources) text += s + "\n";
+  std::vector<std::string> args = {"-q", "-m", checkpoint, "--threads", "1", "--length-penalty", "0",
+                                   "--max-length-factor", "0.000001", "--max-length-offset", "19"};
+  args.insert(args.end(), flags.begin(), flags.end());
+  auto r = parla::testing::run("parla-translate", args, tmp.write("joint-sources.txt", text));
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  return parla::testing::split_lines(r.out);
+}
+}  // namespace
+
+TEST_CASE("the real OPUS-MT layout (two different SentencePiece models, one joint vocabulary): parla prints "
+          "transformers' text, greedy and beam, from the MarianMT folder and from its Marian .npz form", "[python]") {
+  TempDir tmp("hf-marian-joint");
+  // A model whose outputs do hold pieces that target.spm lacks (the fixture's weights are scaled for that).
+  auto f = make_fixture(tmp, "joint", {"--joint", "--marian", tmp.file("marian"), "--texts", "50", "--d-model", "32",
+                                       "--weight-std", "0.3", "--bias-std", "0.1", "--eos-boost", "0"});
+  if (!f) return;
+  const auto ckpt = tmp.file("joint.pt"), from_marian = tmp.file("joint-marian.pt");
+  for (const auto& [kind, in, out] : {std::tuple<std::string, std::string, std::string>{"hf", f->dir, ckpt},
+                                      {"marian", tmp.file("marian"), from_marian}}) {
+    auto r = parla::testing::run("parla-convert", {kind, in, "-o", out});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+  }
+  check_against_transformers(*f, ckpt, false);
+
+  const auto& texts = f->reference["texts"];
+  std::vector<std::string> sources;
+  for (const auto& t : texts) sources.push_back(t["source"]);
+  // The fixture is what it claims: the two SentencePiece models differ, and transformers' outputs hold pieces of
+  // the joint vocabulary that target.spm lacks (each is a word parla used to drop).
+  CHECK(parla::testing::read_file(f->dir + "/source.spm") != parla::testing::read_file(f->dir + "/target.spm"));
+  int lacking = 0;
+  for (const auto& t : texts) lacking += t["greedy_pieces_target_spm_lacks"].get<int>();
+  INFO("pieces target.spm lacks in transformers' greedy outputs: " << lacking);
+  CHECK(lacking >= 20);
+
+  for (const auto& checkpoint : {ckpt, from_marian}) {
+    INFO(checkpoint);
+    // Greedy: the text, line by line.
+    const auto greedy = translated_lines(tmp, checkpoint, sources, {"-b", "1"});
+    REQUIRE(greedy.size() == texts.size());
+    size_t equal = 0;
+    for (size_t i = 0; i < texts.size(); ++i) {
+      INFO("line " << i << ": " << sources[i]);
+      CHECK(greedy[i] == texts[i]["greedy_text"].get<std::string>());
+      equal += greedy[i] == texts[i]["greedy_text"].get<std::string>();
+    }
+    CHECK(equal == texts.size());
+    // Beam 4, 4-best ('i ||| text ||| score', score = log-probability at length penalty 0): the best is at least
+    // as probable as transformers' best.
+    const auto nbest = translated_lines(tmp, checkpoint, sources, {"-b", "4", "-n", "4"});
+    std::map<size_t, std::pair<std::string, double>> best;
+    for (const auto& line : nbest) {
+      const size_t a = line.find(" ||| "), b = line.rfind(" ||| ");
+      REQUIRE(a != std::string::npos);
+      REQUIRE(b > a);
+      const size_t i = std::stoul(line.substr(0, a));
+      if (!best.count(i)) best[i] = {line.substr(a + 5, b - a - 5), std::stod(line.substr(b + 5))};
+    }
+    REQUIRE(best.size() == texts.size());
+    for (size_t i = 0; i < texts.size(); ++i) {
+      INFO("line " << i << ": " << sources[i]);
+      const double theirs = texts[i]["beam_logprob"].get<double>();
+      CHECK(best[i].second >= theirs - 1e-4);
+    }
+  }
+}
+
+TEST_CASE("a folder with only pytorch_model.bin (torch.save's zip: a state_dict or a plain dict) imports to the "
+          "checkpoint its model.safetensors gives, and the legacy format and a pickle that would run code are refused",
+          "[python]") {
+  TempDir tmp("hf-marian-bin");
+  auto f = make_fixture(tmp, "bin", {"--bin"});
+  if (!f) return;
+  const auto reference = tmp.file("reference.pt");
+  parla::convert::write_checkpoint(parla::convert::read_hf_marian(f->dir), f->dir, reference);
+  const auto ref = parla::models::TensorArchive::load(reference);
+  // The folder as a Hub repository that carries only pytorch_model.bin, from one of the fixture's .bin files.
+  auto folder_with = [&](const std::string& bin) {
+    const std::string dir = tmp.file("with-" + bin);
+    fs::create_directories(dir);
+    for (const auto& e : fs::directory_iterator(f->dir))
+      if (e.path().extension() != ".bin" && e.path().filename() != "model.safetensors")
+        fs::copy_file(e.path(), fs::path(dir) / e.path().filename());
+    fs::copy_file(fs::path(f->dir) / bin, fs::path(dir) / "pytorch_model.bin");
+    return dir;
+  };
+  for (const std::string bin : {"pytorch_model.bin", "plain_dict.bin"}) {
+    INFO(bin);
+    const auto out = tmp.file(bin + ".pt");
+    auto r = parla::testing::run("parla-convert", {"hf", folder_with(bin), "-o", out});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    const auto got = parla::models::TensorArchive::load(out);
+    REQUIRE(got.tensor_names() == ref.tensor_names());
+    for (const auto& name : ref.tensor_names()) {
+      INFO(name);
+      torch::Tensor x, y;
+      REQUIRE(ref.try_read(name, x));
+      REQUIRE(got.try_read(name, y));
+      CHECK(x.equal(y));
+    }
+    CHECK(parla::models::read_meta(out).tgt_pieces == parla::models::read_meta(reference).tgt_pieces);
+  }
+  struct Refused {
+    std::string bin, says;
+  };
+  for (const auto& c : {Refused{"legacy.bin", "legacy format"}, Refused{"runs_code.bin", "posix.system"}}) {
+    INFO(c.bin);
+    const auto out = tmp.file(c.bin + ".pt");
+    const auto dir = folder_with(c.bin);
+    auto r = parla::testing::run("parla-convert", {"hf", dir, "-o", out});
+    CHECK(r.exit_code == 1);
+    CHECK_THAT(r.err, Catch::Contains(dir + "/pytorch_model.bin") && Catch::Contains(c.says));
+    CHECK_FALSE(fs::exists(out));
+  }
+  // The legacy format's message gives the command that re-saves the folder.
+  const auto legacy = parla::testing::run("parla-convert", {"hf", tmp.file("with-legacy.bin"), "-o", tmp.file("x.pt")});
+  CHECK_THAT(legacy.err, Catch::Contains("save_pretrained(") && Catch::Contains("safe_serialization=True"));
+  CHECK_FALSE(fs::exists(f->dir + "/code_ran"));  // nothing of the pickle ran
 }

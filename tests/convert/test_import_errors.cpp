@@ -76,7 +76,7 @@ TEST_CASE("a MarianMT folder written by hand imports, translates, averages and q
          a.write("model.encoder.layernorm_embedding.weight", torch::ones({8}));
          a.save(f + "/model.safetensors");
        }},
-      {"only a pickle", "re-save it as safetensors",
+      {"only a pytorch_model.bin that is not a zip", "legacy format",
        [](const std::string& f) {
          fs::rename(f + "/model.safetensors", f + "/pytorch_model.bin");
        }},
