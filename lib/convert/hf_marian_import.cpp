@@ -220,7 +220,7 @@ ImportedModel read_hf_marian(const std::string& dir) {
     const std::string name = std::string("model.") + side + ".embed_positions.weight";
     if (!w.has(name)) continue;
     auto table = w.get(name, {cfg.max_positions, d});
-    auto expected = nn::sinusoidal_table(cfg.max_positions, d, 0, /*concatenated=*/true);
+    auto expected = nn::sinusoidal_table(cfg.max_positions, d, 0, SinusoidalLayout::kConcatenated);
     if ((table - expected).abs().max().item<double>() > 1e-4)
       throw DataError(st + ": " + name + " is not the table of concatenated sinusoids that MarianMT computes");
   }

@@ -130,11 +130,16 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
     logp = model_.step(prev_, *state_, o_.attention ? &attention : nullptr).to(torch::kFloat);
   }
   if (same_step) {
-    constrain_step(logp, steps_ - active_[0].joined, row_limit, o_.min_length, model_.start_id());
+    constrain_step(logp, steps_ - active_[0].joined, row_limit, o_.min_length, model_.start_id(), o_.target_prefix);
   } else {
     for (int64_t r = 0; r < N; ++r) row_step.push_back(steps_ - active_[r / P].joined);
-    constrain_step(logp, row_step, row_limit, o_.min_length, model_.start_id());
+    constrain_step(logp, row_step, row_limit, o_.min_length, model_.start_id(), o_.target_prefix);
   }
+  if (from_logits && !o_.target_prefix.empty())  // a forced row now holds log-probabilities (0 and -inf)
+    for (int64_t r = 0; r < N; ++r) {
+      const int64_t step = steps_ - active_[r / P].joined;
+      if (step < static_cast<int64_t>(o_.target_prefix.size()) && step < row_limit[r]) row_shift[r] = 0.0f;
+    }
   // Off the CPU, only the [A, 2K] result comes to the host, not the [A * K, V] log-probabilities.
   const auto top = o_.device_candidates || !logp.device().is_cpu()
                        ? best_candidates_tensor(logp, torch::from_blob(row_score.data(), {N}).to(logp.device()),

@@ -74,7 +74,7 @@ std::vector<int64_t> greedy_tokens_from_logits(const torch::Tensor& logits, int6
       continue;
     }
     const RowTop top = row_top(x + r * V, V);
-    const bool forbidden = top.index == parla::kPadId || top.index == start_id ||
+    const bool forbidden = top.index == parla::kPadId || (top.index == start_id && start_id != parla::kEosId) ||
                            (top.index == parla::kEosId && step < min_length);
     if (top.nan || !std::isfinite(top.best) || forbidden) continue;
     const float tau = (std::fabs(top.best) + 32.0f) * 0x1p-18f;

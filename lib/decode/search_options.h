@@ -6,6 +6,7 @@
 // Torch-free (parla-serve's queue holds them).
 #include <cstdint>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "core/config/decoding_config.h"
@@ -40,6 +41,16 @@ struct SearchOptions {
   // decoding.shortlist, loaded (decode/lexical_shortlist.h): each sentence's output is restricted to its
   // vocabulary; null = the whole vocabulary. The translator sets it; searches share it.
   std::shared_ptr<const LexicalShortlist> shortlist;
+  // Target ids every output starts with, forced (decoding.target_prefix, or the language token of
+  // decoding.target_lang: CTranslate2's target_prefix, transformers' forced_bos_token_id). They are part of the
+  // output; each scores 0 (given, not chosen, as transformers scores a forced token).
+  std::vector<int64_t> target_prefix;
+
+  // Every field, once: equality (and anything else that must see them all) is built on this list.
+  auto fields() const {
+    return std::tie(beam_size, n_best, length_penalty, max_length_factor, max_length_offset, min_length, attention,
+                    sampling, temperature, top_k, device_candidates, scores, shortlist, target_prefix);
+  }
 
  private:
   explicit SearchOptions(const DecodingConfig& d)
@@ -57,13 +68,7 @@ struct SearchOptions {
 
 // Whether two searches are the same search: sentences are batched together only then (every field counts, so
 // that a batch's results are those each sentence would get alone; parla-serve's differ in beam size and n-best).
-inline bool operator==(const SearchOptions& a, const SearchOptions& b) {
-  return a.beam_size == b.beam_size && a.n_best == b.n_best && a.length_penalty == b.length_penalty &&
-         a.max_length_factor == b.max_length_factor && a.max_length_offset == b.max_length_offset &&
-         a.min_length == b.min_length && a.attention == b.attention && a.sampling == b.sampling &&
-         a.temperature == b.temperature && a.top_k == b.top_k && a.device_candidates == b.device_candidates &&
-         a.scores == b.scores && a.shortlist == b.shortlist;
-}
+inline bool operator==(const SearchOptions& a, const SearchOptions& b) { return a.fields() == b.fields(); }
 inline bool operator!=(const SearchOptions& a, const SearchOptions& b) { return !(a == b); }
 
 // Output tokens allowed for a source of `source_tokens` pieces (without EOS): floor(a * n + b), at least 1,

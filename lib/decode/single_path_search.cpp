@@ -37,7 +37,8 @@ std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const tor
     state->shortlist = &shortlist;
   }
   torch::Tensor prev = torch::full({batch}, model.start_id(), torch::dtype(torch::kLong).device(src.device()));
-  const bool by_logits = from_logits && !o.scores && !o.attention && !o.shortlist && src.device().is_cpu() &&
+  const bool by_logits = from_logits && !o.scores && !o.attention && !o.shortlist && o.target_prefix.empty() &&
+                         src.device().is_cpu() &&
                          model.has_step_logits(*state);
 
   for (int64_t step = 0; !active.empty(); ++step) {
@@ -53,7 +54,7 @@ std::vector<NBestList> single_path_search(models::Seq2SeqModel& model, const tor
       host = torch::cat({tokens, torch::full({N}, std::nanf(""), torch::kFloat).view(torch::kInt).to(torch::kLong)});
     } else {
       auto logp = model.step(prev, *state, o.attention ? &attention : nullptr).to(torch::kFloat);
-      constrain_step(logp, step, row_limit, o.min_length, model.start_id());
+      constrain_step(logp, step, row_limit, o.min_length, model.start_id(), o.target_prefix);
       torch::Tensor values;
       std::tie(tokens, values) = choose(logp);
       tokens = tokens.to(torch::kLong);

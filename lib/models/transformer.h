@@ -69,7 +69,9 @@ class TransformerModel : public Seq2SeqModel {
   int64_t vocab_size() const override { return tgt_vocab_; }
   int64_t source_vocab_size() const override { return src_vocab_; }
   int64_t max_positions() const override;
-  int64_t start_id() const override { return cfg_.decoder_start == DecoderStart::kPad ? kPadId : kBosId; }
+  int64_t start_id() const override {
+    return cfg_.decoder_start == DecoderStart::kPad ? kPadId : cfg_.decoder_start == DecoderStart::kEos ? kEosId : kBosId;
+  }
   bool supports_shortlist() const override { return true; }
 
   // Encoder output [B, S, D] of src [B, S].

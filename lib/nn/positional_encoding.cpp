@@ -11,7 +11,17 @@
 
 namespace parla::nn {
 
-torch::Tensor sinusoidal_table(int64_t length, int64_t dim, int64_t offset, bool concatenated) {
+torch::Tensor sinusoidal_table(int64_t length, int64_t dim, int64_t offset, SinusoidalLayout layout) {
+  if (layout == SinusoidalLayout::kFairseq) {
+    const int64_t half = dim / 2;
+    auto pos = torch::arange(offset + 2, offset + 2 + length, torch::kDouble).unsqueeze(1);
+    auto freq = torch::exp(torch::arange(half, torch::kDouble) * (-std::log(10000.0) / static_cast<double>(half - 1)));
+    auto angle = pos * freq;
+    auto table = torch::cat({torch::sin(angle), torch::cos(angle)}, 1);
+    if (dim % 2) table = torch::cat({table, torch::zeros({length, 1}, torch::kDouble)}, 1);
+    return table.to(torch::kFloat);
+  }
+  const bool concatenated = layout == SinusoidalLayout::kConcatenated;
   auto pos = torch::arange(offset, offset + length, torch::kDouble).unsqueeze(1);  // [L, 1]
   auto two_i = torch::arange(0, dim, 2, torch::kDouble);                           // 2i
   auto angle = pos * torch::exp(two_i * (-std::log(10000.0) / static_cast<double>(dim)));  // [L, ceil(d/2)]
@@ -27,7 +37,7 @@ torch::Tensor sinusoidal_table(int64_t length, int64_t dim, int64_t offset, bool
 
 PositionalEncodingImpl::PositionalEncodingImpl(PositionEncoding kind, int64_t max_positions, int64_t dim,
                                                SinusoidalLayout layout)
-    : max_positions_(max_positions), dim_(dim), concatenated_(layout == SinusoidalLayout::kConcatenated) {
+    : max_positions_(max_positions), dim_(dim), layout_(layout) {
   if (kind == PositionEncoding::kLearned)
     weight = register_parameter("weight", initial_normal_table(max_positions, dim));
 }
@@ -54,7 +64,7 @@ torch::Tensor PositionalEncodingImpl::forward(int64_t length, int64_t offset, co
     int64_t n = std::max<int64_t>(offset + length, 256);
     if (table_.defined()) n = std::max<int64_t>(n, longer ? 2 * table_.size(0) : table_.size(0));
     // Computed on the CPU in double and rounded once, so every device gets the same values.
-    table_ = sinusoidal_table(n, dim_, 0, concatenated_).to(device, dtype);
+    table_ = sinusoidal_table(n, dim_, 0, layout_).to(device, dtype);
   }
   return table_.narrow(0, offset, length);
 }

@@ -16,8 +16,11 @@
 namespace parla::nn {
 
 // The sinusoidal table [length, dim] for positions offset .. offset+length-1 (dim may be odd; concatenated puts
-// the extra sine of an odd dim at the end of the sines, as Hugging Face's MarianMT).
-torch::Tensor sinusoidal_table(int64_t length, int64_t dim, int64_t offset = 0, bool concatenated = false);
+// the extra sine of an odd dim at the end of the sines, as Hugging Face's MarianMT). fairseq's layout (M2M-100,
+// NLLB): row p is fairseq's SinusoidalPositionalEmbedding of position p + 2 (its padding_idx 1 plus one), the
+// frequencies 10000^(-i/(h-1)) for h = dim/2, the sines then the cosines, a zero column last for an odd dim.
+torch::Tensor sinusoidal_table(int64_t length, int64_t dim, int64_t offset = 0,
+                               SinusoidalLayout layout = SinusoidalLayout::kInterleaved);
 
 class PositionalEncodingImpl : public torch::nn::Module {
  public:
@@ -39,7 +42,7 @@ class PositionalEncodingImpl : public torch::nn::Module {
 
  private:
   int64_t max_positions_, dim_;
-  bool concatenated_ = false;
+  SinusoidalLayout layout_ = SinusoidalLayout::kInterleaved;
   torch::Tensor table_;  // sinusoidal cache on the last device/dtype asked for, grown on demand (not saved)
   std::shared_ptr<std::mutex> table_mutex_ = std::make_shared<std::mutex>();  // shared_ptr: modules are copied
 };

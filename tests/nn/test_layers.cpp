@@ -47,6 +47,25 @@ TEST_CASE("concatenated sinusoidal positions put the d/2 sines first, then the c
   }
 }
 
+TEST_CASE("fairseq's sinusoidal positions (M2M-100, NLLB): frequencies 10000^(-i/(d/2-1)), sines then cosines, "
+          "positions counted from padding_idx + 1 = 2, a zero column for odd d") {
+  for (int d : {8, 9}) {
+    INFO("d = " << d);
+    PositionalEncoding pe(parla::PositionEncoding::kSinusoidal, 0, d, parla::SinusoidalLayout::kFairseq);
+    auto t = pe->forward(4, 3, torch::kFloat);  // the 4th..7th tokens: fairseq positions 5..8
+    const int half = d / 2;
+    for (int p = 0; p < 4; ++p) {
+      const double position = p + 3 + 2;
+      for (int i = 0; i < half; ++i) {
+        const double angle = position * std::exp(-i * std::log(10000.0) / (half - 1));
+        CHECK(t[p][i].item<double>() == Approx(std::sin(angle)).margin(1e-6));
+        CHECK(t[p][half + i].item<double>() == Approx(std::cos(angle)).margin(1e-6));
+      }
+      if (d % 2) CHECK(t[p][d - 1].item<double>() == 0.0);
+    }
+  }
+}
+
 TEST_CASE("sinusoidal positions come in the dtype asked for, with the float table's values, and are never saved") {
   PositionalEncoding pe(parla::PositionEncoding::kSinusoidal, 0, 6);
   auto f = pe->forward(5, 2, torch::kFloat);

@@ -110,8 +110,9 @@ const config::SectionSchema<ModelConfig>& ModelConfig::schema() {
     s.add("positions", &ModelConfig::positions, "Position encodings: sinusoidal (fixed) or learned.");
     s.add("sinusoidal_layout", &ModelConfig::sinusoidal_layout,
           "Layout of sinusoidal positions: interleaved (PE(pos, 2i) = sin, PE(pos, 2i+1) = cos, as Vaswani et al. "
-          "write it) or concatenated (the d/2 sines, then the d/2 cosines of the same frequencies: tensor2tensor, "
-          "fairseq, Marian and Hugging Face's MarianMT).");
+          "write it), concatenated (the d/2 sines, then the d/2 cosines of the same frequencies: tensor2tensor, "
+          "Marian and Hugging Face's MarianMT) or fairseq (fairseq's table, which M2M-100 and NLLB use: the sines "
+          "then the cosines of the frequencies 10000^(-i/(d/2-1)), positions counted from 2, padding_idx + 1).");
     s.add("scale_embeddings", &ModelConfig::scale_embeddings,
           "Multiply token embeddings by sqrt(d_model) before adding positions (Vaswani et al. 2017, Sec. 3.4). "
           "Transformer models.");
@@ -119,9 +120,10 @@ const config::SectionSchema<ModelConfig>& ModelConfig::schema() {
           "A learned bias on the output logits (Marian's decoder_ff_logit_out_b, Hugging Face's final_logits_bias). "
           "Transformer models.");
     s.add("decoder_start", &ModelConfig::decoder_start,
-          "The token the decoder starts from: bos (id 2, parla's own models) or pad (id 0, as Marian and Hugging "
-          "Face's MarianMT start; id 2 is then an ordinary token of the imported vocabulary). The start token is "
-          "never output. Transformer models.");
+          "The token the decoder starts from: bos (id 2, parla's own models), pad (id 0, as Marian and Hugging "
+          "Face's MarianMT start; id 2 is then an ordinary token of the imported vocabulary) or eos (id 3, as "
+          "M2M-100 and NLLB start). The start token is never output (but eos ends a sentence as ever). Transformer "
+          "models.");
     s.add("max_positions", &ModelConfig::max_positions,
           "Longest sequence (tokens) for learned positions and BERT; sinusoidal positions are unlimited.",
           at_least(1));

@@ -14,8 +14,9 @@ enum class ModelType { kTransformer, kRnn, kBert };
 enum class Activation { kRelu, kGelu, kSwish };              // of the feed-forward sublayer
 enum class LayerNormPlacement { kPost, kPre };               // after the residual sum (the paper) or before
 enum class PositionEncoding { kSinusoidal, kLearned };
-enum class SinusoidalLayout { kInterleaved, kConcatenated };  // sin, cos, sin, ... or all sines then all cosines
-enum class DecoderStart { kBos, kPad };                      // the token the decoder starts from
+// sin, cos, sin, ...; all sines then all cosines; or fairseq's (M2M-100, NLLB): see the key's help
+enum class SinusoidalLayout { kInterleaved, kConcatenated, kFairseq };
+enum class DecoderStart { kBos, kPad, kEos };                // the token the decoder starts from
 enum class RnnCell { kGru, kLstm };
 enum class RnnAttention { kBahdanau, kLuong };               // additive, or general (multiplicative)
 
@@ -42,8 +43,8 @@ struct ModelConfig {
   SinusoidalLayout sinusoidal_layout = SinusoidalLayout::kInterleaved;
   bool scale_embeddings = true;  // token embeddings times sqrt(d_model) (Vaswani et al. 2017, Sec. 3.4)
   bool output_bias = false;      // a bias added to the output logits (Marian's, Hugging Face's final_logits_bias)
-  // The token the decoder starts from: bos (parla's id 2), or pad (id 0, as Marian and MarianMT do; id 2 is then
-  // an ordinary token of an imported vocabulary).
+  // The token the decoder starts from: bos (parla's id 2), pad (id 0, as Marian and MarianMT do; id 2 is then
+  // an ordinary token of an imported vocabulary) or eos (id 3, as fairseq's M2M-100 and NLLB do).
   DecoderStart decoder_start = DecoderStart::kBos;
   int max_positions = 1024;              // longest sequence for learned positions (and BERT)
   bool share_embeddings = false;  // one embedding table for source and target (needs a joint vocabulary)
@@ -96,8 +97,9 @@ PARLA_CHOICES(parla::LayerNormPlacement, {parla::LayerNormPlacement::kPost, "pos
 PARLA_CHOICES(parla::PositionEncoding, {parla::PositionEncoding::kSinusoidal, "sinusoidal"},
               {parla::PositionEncoding::kLearned, "learned"});
 PARLA_CHOICES(parla::SinusoidalLayout, {parla::SinusoidalLayout::kInterleaved, "interleaved"},
-              {parla::SinusoidalLayout::kConcatenated, "concatenated"});
-PARLA_CHOICES(parla::DecoderStart, {parla::DecoderStart::kBos, "bos"}, {parla::DecoderStart::kPad, "pad"});
+              {parla::SinusoidalLayout::kConcatenated, "concatenated"}, {parla::SinusoidalLayout::kFairseq, "fairseq"});
+PARLA_CHOICES(parla::DecoderStart, {parla::DecoderStart::kBos, "bos"}, {parla::DecoderStart::kPad, "pad"},
+              {parla::DecoderStart::kEos, "eos"});
 PARLA_CHOICES(parla::RnnCell, {parla::RnnCell::kGru, "gru"}, {parla::RnnCell::kLstm, "lstm"});
 PARLA_CHOICES(parla::RnnAttention, {parla::RnnAttention::kBahdanau, "bahdanau"},
               {parla::RnnAttention::kLuong, "luong"});
