@@ -9,7 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "convert/hf_marian_export.h"
-#include "convert/hf_marian_import.h"
+#include "convert/hf_import.h"
 #include "convert/imported_model.h"
 #include "convert/marian_import.h"
 #include "core/app.h"
@@ -34,8 +34,9 @@ int parla_convert_main(int argc, char** argv) {
   cli.require_subcommand(1);
 
   std::string hf_dir, hf_out;
-  auto* hf = cli.add_subcommand("hf", "Import a Hugging Face MarianMT folder (OPUS-MT's models on the Hub, or "
-                                      "transformers' save_pretrained) as a parla checkpoint");
+  auto* hf = cli.add_subcommand("hf", "Import a Hugging Face translation model folder as a parla checkpoint: "
+                                      "MarianMT (OPUS-MT's models on the Hub, or one saved by transformers), "
+                                      "M2M-100 or NLLB-200 (config.json's model_type: marian or m2m_100)");
   hf->add_option("model", hf_dir, "The folder")->required();
   hf->add_option("-o,--output", hf_out, "Output checkpoint (written atomically)")->required();
 
@@ -62,8 +63,8 @@ int parla_convert_main(int argc, char** argv) {
       spdlog::info("wrote '{}' from the Marian model in '{}'", marian_out, marian_dir);
     }
     if (hf->parsed()) {
-      parla::convert::write_checkpoint(parla::convert::read_hf_marian(hf_dir), hf_dir, hf_out);
-      spdlog::info("wrote '{}' from the MarianMT folder '{}'", hf_out, hf_dir);
+      parla::convert::write_checkpoint(parla::convert::read_hf_model(hf_dir), hf_dir, hf_out);
+      spdlog::info("wrote '{}' from the Hugging Face folder '{}'", hf_out, hf_dir);
     }
     return 0;
   });

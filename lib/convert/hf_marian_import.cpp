@@ -8,91 +8,20 @@
 
 #include <torch/torch.h>
 
+#include "convert/hf_folder.h"
 #include "convert/hf_marian_layout.h"
 #include "convert/marian_import.h"
-#include "core/bounded_json.h"
 #include "core/error.h"
 #include "formats/bounded_file.h"
 #include "formats/json_file.h"
-#include "formats/mapped_file.h"
-#include "formats/torchscript_archive.h"
-#include "models/tensor_archive.h"
 #include "nn/positional_encoding.h"
 #include "text/sentencepiece_model_check.h"
 
 namespace parla::convert {
 
-namespace {
-
 namespace fs = std::filesystem;
 using formats::JsonFields;
 using formats::read_json_file;
-
-// vocab.json: piece -> id, which must number 0 .. n-1 once each. Returns the piece of each id. Read member by
-// member (core/bounded_json.h): a JSON tree of a 256 MB vocab.json would take several times the file.
-std::vector<std::string> read_vocab(const std::string& path) {
-  std::vector<std::string> pieces;
-  std::vector<int64_t> ids;
-  {
-    const std::string text = formats::read_bounded_file(path, 256u << 20);
-    parse_bounded_json_members(text, JsonLimits{}, path, [&](const std::string& piece, nlohmann::json& id) {
-      if (!id.is_number_integer())
-        throw DataError(path + ": the id of piece '" + piece.substr(0, 60) + "' is not an integer");
-      if (id.is_number_unsigned() && id.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
-        throw DataError(path + ": the id of piece '" + piece.substr(0, 60) + "' is out of range");
-      pieces.push_back(piece);
-      ids.push_back(id.get<int64_t>());
-    });
-  }
-  pieces = pieces_by_id(std::move(pieces), std::move(ids), path);
-  // A piece given twice (JSON's last-one-wins would have dropped one of its ids): adjacent once sorted.
-  std::vector<const std::string*> sorted;
-  sorted.reserve(pieces.size());
-  for (const auto& p : pieces) sorted.push_back(&p);
-  std::sort(sorted.begin(), sorted.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
-  for (size_t i = 1; i < sorted.size(); ++i)
-    if (*sorted[i] == *sorted[i - 1])
-      throw DataError(path + ": piece '" + sorted[i]->substr(0, 60) + "' is given twice");
-  return pieces;
-}
-
-int64_t id_of(const std::vector<std::string>& pieces, const std::string& piece, const std::string& path) {
-  for (size_t i = 0; i < pieces.size(); ++i)
-    if (pieces[i] == piece) return static_cast<int64_t>(i);
-  throw DataError(path + ": has no '" + piece + "' piece");
-}
-
-class Weights {
- public:
-  Weights(const std::string& path) : path_(path), archive_(models::TensorArchive::load(path)) {}
-
-  bool has(const std::string& name) const { return archive_.contains(name); }
-  // A float copy of tensor `name` with the given shape. DataError naming the file otherwise.
-  torch::Tensor get(const std::string& name, std::vector<int64_t> shape) {
-    torch::Tensor t;
-    if (!archive_.try_read(name, t)) throw DataError(path_ + ": has no tensor '" + name + "'");
-    if (!t.is_floating_point()) throw DataError(path_ + ": tensor '" + name + "' is not floating point");
-    if (t.sizes().vec() != shape)
-      throw DataError(path_ + ": tensor '" + name + "' has shape " + c10::str(t.sizes()) + ", config.json says " +
-                      c10::str(c10::IntArrayRef(shape)));
-    used_.insert(name);
-    return t.to(torch::kFloat).clone();
-  }
-  void ignore(const std::string& name) { used_.insert(name); }
-  // Every tensor of the file was used: anything left is something parla would silently drop.
-  void check_all_used() const {
-    for (const auto& name : archive_.tensor_names())
-      if (!used_.count(name))
-        throw DataError(path_ + ": tensor '" + name + "' has no place in a Marian model parla can represent");
-  }
-
- private:
-  std::string path_;
-  models::TensorArchive archive_;
-  std::set<std::string> used_;
-};
-
-}  // namespace
 
 ImportedModel read_hf_marian(const std::string& dir) {
   const std::string config_path = (fs::path(dir) / "config.json").string();
@@ -143,9 +72,9 @@ ImportedModel read_hf_marian(const std::string& dir) {
   // Vocabularies: vocab.json, and target_vocab.json when the two sides have their own.
   const std::string vocab_path = (fs::path(dir) / "vocab.json").string();
   const std::string target_vocab_path = (fs::path(dir) / "target_vocab.json").string();
-  const auto src_vocab = read_vocab(vocab_path);
+  const auto src_vocab = read_hf_vocab(vocab_path);
   const bool separate = !shared && fs::exists(target_vocab_path);
-  const auto tgt_vocab = separate ? read_vocab(target_vocab_path) : src_vocab;
+  const auto tgt_vocab = separate ? read_hf_vocab(target_vocab_path) : src_vocab;
   const std::string& tgt_vocab_path = separate ? target_vocab_path : vocab_path;
   const int64_t vs = static_cast<int64_t>(src_vocab.size()), vt = static_cast<int64_t>(tgt_vocab.size());
   if (c.integer("vocab_size") != vs)
@@ -154,10 +83,10 @@ ImportedModel read_hf_marian(const std::string& dir) {
   if (c.has("decoder_vocab_size") && c.integer("decoder_vocab_size") != vt)
     throw DataError(config_path + ": decoder_vocab_size " + std::to_string(c.integer("decoder_vocab_size")) + ", but " +
                     tgt_vocab_path + " has " + std::to_string(vt) + " pieces");
-  const int64_t pad_s = id_of(src_vocab, "<pad>", vocab_path), unk_s = id_of(src_vocab, "<unk>", vocab_path),
-                eos_s = id_of(src_vocab, "</s>", vocab_path);
-  const int64_t pad_t = id_of(tgt_vocab, "<pad>", tgt_vocab_path), unk_t = id_of(tgt_vocab, "<unk>", tgt_vocab_path),
-                eos_t = id_of(tgt_vocab, "</s>", tgt_vocab_path);
+  const int64_t pad_s = hf_piece_id(src_vocab, "<pad>", vocab_path), unk_s = hf_piece_id(src_vocab, "<unk>", vocab_path),
+                eos_s = hf_piece_id(src_vocab, "</s>", vocab_path);
+  const int64_t pad_t = hf_piece_id(tgt_vocab, "<pad>", tgt_vocab_path), unk_t = hf_piece_id(tgt_vocab, "<unk>", tgt_vocab_path),
+                eos_t = hf_piece_id(tgt_vocab, "</s>", tgt_vocab_path);
   if (c.integer("pad_token_id") != pad_s)
     throw DataError(config_path + ": pad_token_id " + std::to_string(c.integer("pad_token_id")) + " is not the id of '<pad>' in " +
                     vocab_path + " (" + std::to_string(pad_s) + ")");
@@ -172,7 +101,7 @@ ImportedModel read_hf_marian(const std::string& dir) {
                     " is neither the target's <pad> nor its <s>; parla's model.decoder_start is bos or pad");
   cfg.decoder_start = bos_start ? DecoderStart::kBos : DecoderStart::kPad;
   auto bos_of = [&](const std::vector<std::string>& v, const std::string& path) {
-    return bos_start ? id_of(v, "<s>", path) : int64_t{-1};
+    return bos_start ? hf_piece_id(v, "<s>", path) : int64_t{-1};
   };
   const auto order_s = parla_order(vs, pad_s, unk_s, eos_s, vocab_path, bos_of(src_vocab, vocab_path));
   const auto order_t = parla_order(vt, pad_t, unk_t, eos_t, tgt_vocab_path, bos_of(tgt_vocab, tgt_vocab_path));
@@ -183,21 +112,8 @@ ImportedModel read_hf_marian(const std::string& dir) {
   text::check_sentencepiece_model(m.src_spm, (fs::path(dir) / "source.spm").string());
   text::check_sentencepiece_model(m.tgt_spm, (fs::path(dir) / "target.spm").string());
 
-  // Weights: model.safetensors, else pytorch_model.bin in torch.save's zip format (torch >= 1.6), read as data by
-  // the strict reader of parla's old checkpoints (formats/torchscript_archive.h), which runs nothing of its pickle.
-  std::string st = (fs::path(dir) / "model.safetensors").string();
-  if (!fs::exists(st)) {
-    const std::string bin = (fs::path(dir) / "pytorch_model.bin").string();
-    if (!fs::exists(bin)) throw DataError(st + ": missing (the weights of a MarianMT folder)");
-    const auto mapped = formats::MappedFile::open(bin);  // a regular file, or DataError naming it
-    if (!formats::looks_like_zip(mapped->data(), mapped->size()))
-      throw DataError(bin + ": is in torch.save's legacy format (a bare pickle, torch < 1.6), which parla does not "
-                      "read; re-save the folder as safetensors: python -c \"from transformers import MarianMTModel; "
-                      "MarianMTModel.from_pretrained('" + dir + "').save_pretrained('" + dir +
-                      "', safe_serialization=True)\"");
-    st = bin;
-  }
-  Weights w(st);
+  HfWeights w(dir, "MarianMTModel");
+  const std::string& st = w.path();
   auto permuted = [](const torch::Tensor& t, const std::vector<int64_t>& order) {
     return t.index_select(0, torch::tensor(order, torch::kLong));
   };
@@ -258,7 +174,7 @@ ImportedModel read_hf_marian(const std::string& dir) {
       }
     }
   }
-  w.check_all_used();
+  w.check_all_used("Marian model");
   m.info = {{"imported_from", dir}, {"format", "huggingface-marian"}};
   return m;
 }

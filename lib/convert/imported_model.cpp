@@ -63,6 +63,8 @@ void write_checkpoint(const ImportedModel& m, const std::string& source, const s
   meta.tgt_spm = m.tgt_spm;
   meta.src_pieces = m.src_pieces;
   meta.tgt_pieces = m.tgt_pieces;
+  meta.control_pieces = m.control_pieces;
+  meta.languages = m.languages;
   meta.info = m.info;
   // The vocabularies must load with their tables before anything is written.
   models::source_vocab(meta, source);

@@ -25,6 +25,8 @@ struct ImportedModel {
   std::map<std::string, torch::Tensor> weights;  // parla names (model.named_parameters() keys)
   std::string src_spm, tgt_spm;                  // serialized SentencePiece models
   std::vector<std::string> src_pieces, tgt_pieces;
+  std::vector<std::string> control_pieces;               // models::ModelMeta::control_pieces
+  nlohmann::json languages = nlohmann::json::object();  // models::ModelMeta::languages
   nlohmann::json info;  // "imported_from", the source's own settings worth keeping
 };
 

@@ -26,6 +26,7 @@
 #include "data/output_file.h"
 #include "decode/ensemble.h"
 #include "decode/input_sanitizer.h"
+#include "decode/language_tokens.h"
 #include "decode/lexical_shortlist.h"
 #include "decode/maxi_batch.h"
 #include "decode/sampling.h"
@@ -59,7 +60,7 @@ std::string warn_cut_chars(const std::string& where, uint64_t bytes, size_t max_
 
 Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, text::SentencePieceVocab source_vocab,
                        text::SentencePieceVocab target_vocab, const DecodingConfig& cfg, uint64_t seed,
-                       const c10::Device& device)
+                       const c10::Device& device, const nlohmann::json& languages)
     : model_(std::move(model)),
       src_vocab_(std::move(source_vocab)),
       tgt_vocab_(std::move(target_vocab)),
@@ -82,6 +83,10 @@ Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, text::Senten
   if (cfg.max_input_length > 0)
     max_input_ = unlimited ? cfg.max_input_length : std::min<int64_t>(max_input_, cfg.max_input_length);
   max_chars_ = static_cast<size_t>(cfg.max_input_chars > 0 ? cfg.max_input_chars : max_input_ * kCharsPerPiece);
+  const auto tokens = resolve_language_tokens(languages, cfg, src_vocab_, tgt_vocab_);
+  source_language_ = tokens.source;
+  options_.target_prefix = tokens.target_prefix;
+  if (source_language_ >= 0 && max_input_ > 1) --max_input_;  // the language token takes a position
   if (!cfg.shortlist.empty()) {
     auto shortlist = std::make_shared<const LexicalShortlist>(LexicalShortlist::load(cfg.shortlist, src_vocab_, tgt_vocab_));
     if (!model_->supports_shortlist())
@@ -144,7 +149,7 @@ Translator load_translator(const std::vector<std::string>& checkpoints, const De
   }
   auto [src, tgt] = vocabularies.get();
   try {
-    return Translator(model, src, tgt, cfg, seed, device);
+    return Translator(model, src, tgt, cfg, seed, device, first.languages);
   } catch (const DataError& e) {
     throw DataError("checkpoint " + checkpoints[0] + ": " + e.what());
   }
@@ -180,6 +185,7 @@ std::vector<int> Translator::encode_line(const std::string& line, const std::str
     spdlog::warn("{}: {} pieces, longer than the limit of {}; truncated", where, ids.size(), max_input_);
     ids.resize(static_cast<size_t>(max_input_));
   }
+  if (source_language_ >= 0 && !ids.empty()) ids.insert(ids.begin(), source_language_);
   return ids;
 }
 

@@ -14,6 +14,7 @@
 #include <ATen/core/Generator.h>
 #include <c10/core/Device.h>
 #include <c10/core/ScalarType.h>
+#include <nlohmann/json.hpp>
 
 #include "core/config/decoding_config.h"
 #include "data/output_file.h"
@@ -39,9 +40,12 @@ class Translator {
   // `model` may be an Ensemble; it is moved to `device` (resolved by runtime::resolve_device), where batches,
   // search and the sampling generator (seeded with `seed`) live too. cfg.precision is resolved for that device
   // (ConfigError naming decoding.precision, e.g. fp16 on a CPU) and decoding runs under its autocast.
+  // `languages`: a multilingual model's (models::ModelMeta::languages), resolved with decoding.source_lang,
+  // target_lang and target_prefix (decode/language_tokens.h).
   Translator(std::shared_ptr<models::Seq2SeqModel> model, text::SentencePieceVocab source_vocab,
              text::SentencePieceVocab target_vocab, const DecodingConfig& cfg, uint64_t seed,
-             const c10::Device& device = c10::Device(c10::DeviceType::CPU));
+             const c10::Device& device = c10::Device(c10::DeviceType::CPU),
+             const nlohmann::json& languages = nlohmann::json::object());
 
   // Loads one checkpoint, or several as an ensemble (they must carry identical SentencePiece models and
   // vocabulary sizes), onto `device`. DataError naming the file for a missing, corrupt, non-parla or
@@ -109,6 +113,7 @@ class Translator {
   at::Generator generator_;
   int64_t max_input_;
   size_t max_chars_;
+  int source_language_ = -1;  // the source language's token, placed before each line's pieces; -1 = none
   TranslationStats stats_;
   int workers_ = 1, worker_threads_ = 1;
 };

@@ -52,6 +52,9 @@ ModelMeta read_meta_from(const TensorArchive& archive) {
     meta.src_vocab_size = j.value("src_vocab_size", int64_t{0});
     meta.tgt_vocab_size = j.value("tgt_vocab_size", int64_t{0});
     meta.int8 = j.value("int8", std::vector<std::string>{});
+    meta.control_pieces = j.value("control_pieces", std::vector<std::string>{});
+    meta.languages = j.value("languages", nlohmann::json::object());
+    if (!meta.languages.is_object()) throw DataError(path + ": corrupt checkpoint metadata (languages)");
   } catch (const nlohmann::json::exception& e) {
     throw DataError(path + ": corrupt checkpoint metadata (" + std::string(e.what()).substr(0, 200) + ")");
   }
@@ -163,11 +166,11 @@ void load_int8(const TensorArchive& archive, Seq2SeqModel& model, const std::vec
 namespace {
 
 text::SentencePieceVocab vocab_of(const std::string& spm, const std::vector<std::string>& pieces,
-                                  const std::string& path, const char* side) {
+                                  const std::vector<std::string>& controls, const std::string& path, const char* side) {
   if (spm.empty()) throw DataError(path + ": checkpoint has no " + side + " SentencePiece model");
   try {
     return pieces.empty() ? text::SentencePieceVocab::from_serialized(spm)
-                          : text::SentencePieceVocab::from_serialized(spm, pieces);
+                          : text::SentencePieceVocab::from_serialized(spm, pieces, controls);
   } catch (const DataError& e) {
     throw DataError(path + ": the " + side + " vocabulary does not load: " + e.what());
   }
@@ -176,11 +179,11 @@ text::SentencePieceVocab vocab_of(const std::string& spm, const std::vector<std:
 }  // namespace
 
 text::SentencePieceVocab source_vocab(const ModelMeta& meta, const std::string& path) {
-  return vocab_of(meta.src_spm, meta.src_pieces, path, "source");
+  return vocab_of(meta.src_spm, meta.src_pieces, meta.control_pieces, path, "source");
 }
 
 text::SentencePieceVocab target_vocab(const ModelMeta& meta, const std::string& path) {
-  return vocab_of(meta.tgt_spm, meta.tgt_pieces, path, "target");
+  return vocab_of(meta.tgt_spm, meta.tgt_pieces, meta.control_pieces, path, "target");
 }
 
 std::pair<text::SentencePieceVocab, text::SentencePieceVocab> vocabularies(const ModelMeta& meta,
@@ -246,6 +249,8 @@ void save_checkpoint(const std::string& path, torch::nn::Module& model, const Mo
   std::vector<std::string> int8_names;
   for (const auto& w : int8) int8_names.push_back(w.first);
   if (!int8.empty()) j["int8"] = int8_names;
+  if (!meta.control_pieces.empty()) j["control_pieces"] = meta.control_pieces;
+  if (!meta.languages.empty()) j["languages"] = meta.languages;
 
   TensorArchive archive;
   archive.write("format", std::string("pt"));  // what Hugging Face's tools expect of a PyTorch safetensors file

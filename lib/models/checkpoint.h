@@ -48,6 +48,13 @@ struct ModelMeta {
   int64_t src_vocab_size = 0, tgt_vocab_size = 0;
   // Parameter names stored in int8 (models/int8_quantization.h); empty for a float checkpoint.
   std::vector<std::string> int8;
+  // Pieces of the tables that are tokens of the model rather than text (imported M2M-100 and NLLB models: language
+  // codes, <mask>): never produced from text, skipped when printing (text::SentencePieceVocab's controls).
+  std::vector<std::string> control_pieces;
+  // A multilingual model's languages (imported M2M-100 and NLLB models): {"codes": {code: piece}, "source": code,
+  // "target": code}, the codes as the model's own tokenizer names them and the defaults it was saved with; the
+  // source's language token goes before its pieces, the target's is forced first (decode/language_codes.h).
+  nlohmann::json languages = nlohmann::json::object();
 };
 
 // The vocabularies a checkpoint's model reads and writes: its SentencePiece models, numbered by its piece tables

@@ -67,12 +67,14 @@ struct SentencePieceVocab::Table {
   std::vector<std::string> pieces;
   std::unordered_map<std::string, int> ids;
   std::vector<int> to_model;    // table id -> model id, -1 for pieces the model cannot produce
+  std::vector<bool> control;    // table id -> a token of the model rather than text (from_serialized's controls)
 };
 
 SentencePieceVocab::SentencePieceVocab(std::shared_ptr<const void> model)
     : model_(std::move(model)), size_(sentencepiece_library().size(model_.get())) {}
 
-SentencePieceVocab SentencePieceVocab::from_serialized(const std::string& proto, std::vector<std::string> pieces) {
+SentencePieceVocab SentencePieceVocab::from_serialized(const std::string& proto, std::vector<std::string> pieces,
+                                                       const std::vector<std::string>& controls) {
   if (pieces.size() < 4)
     throw DataError("a piece table of " + std::to_string(pieces.size()) + " entries cannot hold pad, unk, bos, eos");
   SentencePieceVocab v(load_model(proto, "(serialized bytes)", /*check_specials=*/false));
@@ -94,6 +96,11 @@ SentencePieceVocab SentencePieceVocab::from_serialized(const std::string& proto,
     if (id >= 0 && id < v.size_ && piece_of(m, id) == pieces[i] &&
         std::find(model_specials.begin(), model_specials.end(), id) == model_specials.end())
       t->to_model[i] = id;
+  }
+  t->control.assign(pieces.size(), false);
+  for (const auto& c : controls) {
+    auto it = t->ids.find(c);
+    if (it != t->ids.end()) t->control[static_cast<size_t>(it->second)] = true;  // one side's may be absent
   }
   t->pieces = std::move(pieces);
   v.size_ = static_cast<int>(t->pieces.size());
@@ -163,7 +170,8 @@ std::vector<int> SentencePieceVocab::encode(const std::string& line) const {
     at += lens[i];
     auto it = table_->ids.find(piece);
     const bool ordinary = it != table_->ids.end() && it->second != kPadId && it->second != kUnkId &&
-                          it->second != kEosId && (it->second != kBosId || table_->to_model[kBosId] >= 0);
+                          it->second != kEosId && (it->second != kBosId || table_->to_model[kBosId] >= 0) &&
+                          !table_->control[static_cast<size_t>(it->second)];
     out.push_back(ordinary ? it->second : kUnkId);
   }
   return out;
@@ -200,7 +208,7 @@ std::string SentencePieceVocab::decode(const std::vector<int>& ids) const {
   lens.reserve(ids.size());
   for (int id : ids) {
     check_id(id);
-    if (id == kPadId || id == kUnkId || id == kEosId) continue;
+    if (id == kPadId || id == kUnkId || id == kEosId || table_->control[static_cast<size_t>(id)]) continue;
     if (id == kBosId && table_->to_model[static_cast<size_t>(kBosId)] < 0) continue;  // bos, not an ordinary piece
     const std::string& piece = table_->pieces[static_cast<size_t>(id)];
     pieces.push_back(piece.data());

@@ -30,7 +30,11 @@ class SentencePieceVocab {
   // model's or not, as SentencePiece's DecodePieces does, with word boundaries as spaces and the ends trimmed: the
   // text transformers' MarianTokenizer and Marian's spm_decode give. DataError for a table shorter than 4 or with a
   // piece twice.
-  static SentencePieceVocab from_serialized(const std::string& proto, std::vector<std::string> pieces);
+  // `controls`: table pieces that are tokens of the model rather than text (M2M-100's and NLLB's language codes,
+  // <mask>): never produced by encode, skipped by decode (as transformers' skip_special_tokens); those the table
+  // lacks are ignored.
+  static SentencePieceVocab from_serialized(const std::string& proto, std::vector<std::string> pieces,
+                                            const std::vector<std::string>& controls = {});
 
   // Piece ids of a line, without bos/eos.
   std::vector<int> encode(const std::string& line) const;

@@ -30,6 +30,11 @@ tokenizer reads tokenizer.json). vocab_size = len(tokenizer).
 
 Either tokenizer is saved, reloaded with from_pretrained(OUT_DIR) and only the reloaded one is used.
 
+The model: M2M100ForConditionalGeneration, d_model 16, 2 + 2 layers, 4 heads, ffn 32, relu, scale_embedding, pad 1,
+bos 0, eos = decoder_start 2, every weight random (see randomise: the decoder's final layer norm is scaled and
+centred so that the tied output embedding gives varied outputs, with a push towards </s>; the pad row is zero; rows
+that are not SentencePiece pieces or </s> are scaled down, so they are rarely emitted).
+
 reference.json: "kind", "src_lang", "tgt_lang", "files" (the folder's files, reference.json and sources.txt
 aside), "tokenizer" (class, len, vocab_size of the model, id_to_token = convert_ids_to_tokens(range(len)),
 language_codes {code: id}, bos/pad/eos/unk(/mask) ids, spm_to_id: the tokenizer id of each SentencePiece id), and
@@ -49,7 +54,9 @@ scores); with length_penalty 0 this equals "score" up to float error.
 "src_ids", "greedy_ids", "greedy_text" = tokenizer.decode(greedy_ids, skip_special_tokens=True), and of the beam-4
 hypotheses the best by "logprob": "beam_text" and "beam_logprob"; and OUT_DIR/sources.txt, the sources one a line."""
 import argparse
+import io
 import json
+import math
 import os
 import random
 import shutil
@@ -74,11 +81,15 @@ def corpus(seed, words=WORDS):
     return out
 
 
-def train_spm(path_prefix, lines, size):
-    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_prefix=path_prefix, vocab_size=size,
+def train_spm(path, lines, size):
+    """Writes the model to path (through model_writer, so that no temporary path is recorded in it)."""
+    writer = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(lines), model_writer=writer, vocab_size=size,
                                    model_type="bpe", character_coverage=1.0, num_threads=1,
                                    minloglevel=2)  # SentencePiece's own ids: unk 0, bos 1, eos 2
-    return spm.SentencePieceProcessor(model_file=path_prefix + ".model")
+    with open(path, "wb") as f:
+        f.write(writer.getvalue())
+    return spm.SentencePieceProcessor(model_file=path)
 
 
 def proto_fields(buf):
@@ -128,7 +139,7 @@ def build_m2m100(out, sp, model_file, src_lang, tgt_lang, tmp):
     from transformers import M2M100Tokenizer
     from transformers.models.m2m_100.tokenization_m2m_100 import FAIRSEQ_LANGUAGE_CODES
     pieces = ["<s>", "<pad>", "</s>", "<unk>"]
-    pieces += [sp.id_to_piece(i) for i in range(sp.get_piece_size()) if sp.id_to_piece(i) not in ("<unk>", "<s>", "</s>")]
+    pieces += [p for p in map(sp.id_to_piece, range(sp.get_piece_size())) if p not in ("<unk>", "<s>", "</s>")]
     vocab_file = os.path.join(tmp, "vocab.json")
     with open(vocab_file, "w", encoding="utf-8") as f:
         json.dump({p: i for i, p in enumerate(pieces)}, f, ensure_ascii=False)
@@ -164,6 +175,48 @@ def build_nllb(out, sp, model_file, src_lang, tgt_lang):
     return tok, codes, 0
 
 
+def randomise(model, a, not_pieces, calibration, tgt_id, ordinary):
+    """Every weight random (the lm_head is the shared embedding, tied), so that no mapping hides, and chosen so that
+    greedy outputs vary with the source and along the output, and some end before the length limit."""
+    cfg = model.config
+    g = torch.Generator().manual_seed(a.seed)
+    with torch.no_grad():
+        for name, p in model.named_parameters():
+            if "layer_norm" in name:  # near their usual values
+                p.normal_(1.0 if name.endswith("weight") else 0.0, 0.1, generator=g)
+            elif name == "model.shared.weight":
+                # Small against the sinusoidal positions (each of norm ~2.8 at d_model 16, while a token's input is
+                # sqrt(d_model) * its row), so that the decoder's state moves along the output.
+                p.normal_(0.0, a.embed_std, generator=g)
+            elif name.endswith("bias"):
+                p.normal_(0.0, a.bias_std, generator=g)
+            elif "q_proj" in name or "k_proj" in name:
+                p.normal_(0.0, a.qk_std, generator=g)
+            else:
+                p.normal_(0.0, a.weight_std, generator=g)
+                if name.endswith("fc2.weight"):  # no common offset from the ReLU outputs' positive mean
+                    p -= p.mean(dim=1, keepdim=True)
+        emb = model.model.shared.weight
+        emb[cfg.pad_token_id].zero_()  # as fairseq
+        emb[not_pieces] *= 0.3  # <s>, <unk>, language codes, <mask>, madeup rows: rarely emitted, as when trained
+        # The decoder's final layer norm gives the vectors that the tied embedding turns into logits: scaled so that
+        # logits spread by about logit_std, its bias centring them over some source sentences and random prefixes
+        # (no one direction, and so no one token, dominates everywhere), plus a push along the </s> row (M2M-100 has
+        # no final_logits_bias) that adds eos_boost to the logit of </s> and little to the others.
+        norm = model.model.decoder.layer_norm
+        norm.weight *= a.logit_std / (math.sqrt(cfg.d_model) * a.embed_std)
+        norm.bias.zero_()
+        states = []
+        for src in calibration:
+            prefix = [cfg.decoder_start_token_id, tgt_id]
+            prefix += [ordinary[int(k)] for k in torch.randint(len(ordinary), (12,), generator=g)]
+            states.append(model.model(input_ids=torch.tensor([src]), decoder_input_ids=torch.tensor([prefix]))
+                          .last_hidden_state[0])
+        norm.bias.copy_(-torch.cat(states).mean(0) + 0.1 * torch.randn(cfg.d_model, generator=g))
+        e = emb[cfg.eos_token_id]
+        norm.bias += a.eos_boost * e / e.dot(e)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
@@ -171,10 +224,12 @@ def main():
     ap.add_argument("--texts", type=int, default=0)
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--spm-size", type=int, default=80)
-    ap.add_argument("--weight-std", type=float, default=0.5)
-    ap.add_argument("--embed-std", type=float, default=0.6)
-    ap.add_argument("--eos-boost", type=float, default=2.0,
-                    help="added to the decoder's final layer norm bias along the </s> embedding row")
+    ap.add_argument("--weight-std", type=float, default=1.0)
+    ap.add_argument("--qk-std", type=float, default=1.0, help="of the attention query and key projections")
+    ap.add_argument("--bias-std", type=float, default=0.05)
+    ap.add_argument("--embed-std", type=float, default=0.1)
+    ap.add_argument("--logit-std", type=float, default=2.5)
+    ap.add_argument("--eos-boost", type=float, default=2.0, help="added to the logit of </s>, on average")
     a = ap.parse_args()
     transformers.logging.set_verbosity_error()
     os.makedirs(a.out, exist_ok=True)
@@ -182,18 +237,18 @@ def main():
     src_lang, tgt_lang = ("en", "de") if a.kind == "m2m100" else ("eng_Latn", "deu_Latn")
 
     with tempfile.TemporaryDirectory() as tmp:
-        sp = train_spm(os.path.join(tmp, "sentencepiece.bpe"), corpus(a.seed), a.spm_size)
         model_file = os.path.join(tmp, "sentencepiece.bpe.model")
+        sp = train_spm(model_file, corpus(a.seed), a.spm_size)
         if a.kind == "m2m100":
             tok, codes, madeup = build_m2m100(a.out, sp, model_file, src_lang, tgt_lang, tmp)
         else:
             tok, codes, madeup = build_nllb(a.out, sp, model_file, src_lang, tgt_lang)
     tok.src_lang = src_lang
-    files = sorted(f for f in os.listdir(a.out) if f not in ("reference.json", "sources.txt"))
     pad, eos, unk, bos = tok.pad_token_id, tok.eos_token_id, tok.unk_token_id, tok.bos_token_id
     assert (bos, pad, eos, unk) == (0, 1, 2, 3)
     ids_of = {tok.convert_ids_to_tokens(i): i for i in range(len(tok))}
-    spm_to_id = [ids_of.get(sp.id_to_piece(i), unk) if i > 2 else [unk, bos, eos][i] for i in range(sp.get_piece_size())]
+    spm_to_id = [ids_of.get(sp.id_to_piece(i), unk) if i > 2 else [unk, bos, eos][i]
+                 for i in range(sp.get_piece_size())]
     vocab_size = len(tok) + madeup
     assert max(codes.values()) < vocab_size
 
@@ -205,24 +260,11 @@ def main():
                        dropout=0.0, attention_dropout=0.0, activation_dropout=0.0, encoder_layerdrop=0.0,
                        decoder_layerdrop=0.0, **cfg_extra)
     model = M2M100ForConditionalGeneration(cfg).eval()
-    with torch.no_grad():  # every weight random (the lm_head is the shared embedding, tied)
-        for name, p in model.named_parameters():
-            if "layer_norm" in name:  # near their usual values, so that outputs depend on the source
-                p.normal_(1.0 if name.endswith("weight") else 0.0, 0.1)
-            elif name == "model.shared.weight":
-                p.normal_(0.0, a.embed_std)
-            else:
-                p.normal_(0.0, a.weight_std)
-        emb = model.model.shared.weight
-        emb[pad].zero_()  # as fairseq
-        if madeup:
-            emb[len(tok):] *= 0.1  # never emitted, as in the trained models
-        # No final_logits_bias in M2M-100: push </s> through the decoder's final layer norm bias instead, so that
-        # some outputs end before the length limit.
-        e = emb[eos]
-        model.model.decoder.layer_norm.bias += a.eos_boost * e / e.norm()
-    model.save_pretrained(a.out, safe_serialization=True)
     tgt_id = codes[tgt_lang]
+    ordinary = sorted(set(spm_to_id[3:]) - {unk})
+    not_pieces = [i for i in range(vocab_size) if i not in ordinary and i not in (pad, eos)]
+    randomise(model, a, not_pieces, [tok(line).input_ids for line in corpus(a.seed)[:40]], tgt_id, ordinary)
+    model.save_pretrained(a.out, safe_serialization=True)
 
     def run(src):
         inp = {"input_ids": torch.tensor([src]), "attention_mask": torch.ones(1, len(src), dtype=torch.long)}
@@ -252,7 +294,6 @@ def main():
 
     sources = ["the house is small", "a dog runs fast", "das haus ist klein, très petite",
                "la maison où we see a zebra", "Quokka Xylophon naïve", "a"]
-    ordinary = sorted(set(spm_to_id[3:]))
     g = torch.Generator().manual_seed(a.seed)
     cases = []
     for text in sources:
@@ -273,6 +314,7 @@ def main():
         tokenizer["madeup_rows"] = list(range(len(tok), vocab_size))
     else:
         tokenizer["mask_id"] = tok.mask_token_id
+    files = sorted(f for f in os.listdir(a.out) if f not in ("reference.json", "sources.txt"))
     reference = {"kind": a.kind, "src_lang": src_lang, "tgt_lang": tgt_lang, "tgt_lang_id": tgt_id, "files": files,
                  "tokenizer": tokenizer, "cases": cases}
     if a.texts:

@@ -68,6 +68,22 @@ const config::SectionSchema<DecodingConfig>& DecodingConfig::schema() {
           "layer and softmax are computed over that set only (faster; scores renormalised over it). Per sentence, "
           "so a translation does not depend on its batch. '' = the whole vocabulary.")
         .flag("--shortlist");
+    s.add("source_lang", &DecodingConfig::source_lang,
+          "Source language of a multilingual model (imported M2M-100 or NLLB), in the model's own codes (en, de "
+          "for M2M-100; eng_Latn, deu_Latn for NLLB): its token goes before the source's pieces, as the model's "
+          "tokenizer places it. '' = the language the model's tokenizer was saved with. An unknown code is an "
+          "error listing the valid ones.")
+        .flag("--source-lang,--src-lang");
+    s.add("target_lang", &DecodingConfig::target_lang,
+          "Target language of a multilingual model, in its own codes: decoding starts from </s> and its token is "
+          "forced next (transformers' forced_bos_token_id), then left out of the printed text. '' = the language "
+          "the model's tokenizer was saved with.")
+        .flag("--target-lang,--tgt-lang");
+    s.add("target_prefix", &DecodingConfig::target_prefix,
+          "Text every translation starts with (CTranslate2's target_prefix): its pieces are forced, after the "
+          "target language's token where there is one, and scored 0, and decoding continues from them; the printed "
+          "translation includes it. '' = none.")
+        .flag("--target-prefix");
     s.add("precision", &DecodingConfig::precision,
           "Arithmetic of the decoder: fp32, or bf16 / fp16 autocast (matrix products in 16 bits, softmax and "
           "scores in fp32), or int8 (CPU only: weights of the linear layers, embeddings and output projection in 8 "

@@ -32,6 +32,9 @@ struct DecodingConfig {
   double temperature = 1.0;      // softmax temperature for sampling
   int top_k = 0;                 // sample among the k most likely tokens; 0 = whole vocabulary
   std::string shortlist;         // lexical shortlist file (parla-shortlist, or a CTranslate2 vocabulary map); '' = off
+  std::string source_lang;       // a multilingual model's source language code ('' = the model's default)
+  std::string target_lang;       // its target language code, forced first ('' = the model's default)
+  std::string target_prefix;     // text every translation continues (CTranslate2's target_prefix); '' = none
   Precision precision = Precision::kFp32;  // fp32, bf16 or fp16 (CUDA only): autocast while decoding (CTranslate2's compute type)
 
   static const config::SectionSchema<DecodingConfig>& schema();

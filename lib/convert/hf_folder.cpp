@@ -1,0 +1,89 @@
+#include "convert/hf_folder.h"
+
+#include <algorithm>
+#include <filesystem>
+
+#include <torch/torch.h>
+
+#include "convert/marian_import.h"  // pieces_by_id
+#include "core/bounded_json.h"
+#include "core/error.h"
+#include "formats/bounded_file.h"
+#include "formats/mapped_file.h"
+#include "formats/torchscript_archive.h"
+
+namespace parla::convert {
+
+namespace fs = std::filesystem;
+
+// Read member by member (core/bounded_json.h): a JSON tree of a 256 MB vocab.json would take several times the file.
+std::vector<std::string> read_hf_vocab(const std::string& path) {
+  std::vector<std::string> pieces;
+  std::vector<int64_t> ids;
+  {
+    const std::string text = formats::read_bounded_file(path, 256u << 20);
+    parse_bounded_json_members(text, JsonLimits{}, path, [&](const std::string& piece, nlohmann::json& id) {
+      if (!id.is_number_integer())
+        throw DataError(path + ": the id of piece '" + piece.substr(0, 60) + "' is not an integer");
+      if (id.is_number_unsigned() && id.get<uint64_t>() > static_cast<uint64_t>(INT64_MAX))
+        throw DataError(path + ": the id of piece '" + piece.substr(0, 60) + "' is out of range");
+      pieces.push_back(piece);
+      ids.push_back(id.get<int64_t>());
+    });
+  }
+  pieces = pieces_by_id(std::move(pieces), std::move(ids), path);
+  // A piece given twice (JSON's last-one-wins would have dropped one of its ids): adjacent once sorted.
+  std::vector<const std::string*> sorted;
+  sorted.reserve(pieces.size());
+  for (const auto& p : pieces) sorted.push_back(&p);
+  std::sort(sorted.begin(), sorted.end(), [](const std::string* a, const std::string* b) { return *a < *b; });
+  for (size_t i = 1; i < sorted.size(); ++i)
+    if (*sorted[i] == *sorted[i - 1])
+      throw DataError(path + ": piece '" + sorted[i]->substr(0, 60) + "' is given twice");
+  return pieces;
+}
+
+int64_t hf_piece_id(const std::vector<std::string>& pieces, const std::string& piece, const std::string& path) {
+  for (size_t i = 0; i < pieces.size(); ++i)
+    if (pieces[i] == piece) return static_cast<int64_t>(i);
+  throw DataError(path + ": has no '" + piece + "' piece");
+}
+
+namespace {
+// model.safetensors, else a pytorch_model.bin in torch.save's zip format (torch >= 1.6).
+std::string weights_file(const std::string& dir, const std::string& model_class) {
+  const std::string st = (fs::path(dir) / "model.safetensors").string();
+  if (fs::exists(st)) return st;
+  const std::string bin = (fs::path(dir) / "pytorch_model.bin").string();
+  if (!fs::exists(bin)) throw DataError(st + ": missing (the weights of a Hugging Face model folder)");
+  const auto mapped = formats::MappedFile::open(bin);  // a regular file, or DataError naming it
+  if (!formats::looks_like_zip(mapped->data(), mapped->size()))
+    throw DataError(bin + ": is in torch.save's legacy format (a bare pickle, torch < 1.6), which parla does not "
+                    "read; re-save the folder as safetensors: python -c \"from transformers import " + model_class +
+                    "; " + model_class + ".from_pretrained('" + dir + "').save_pretrained('" + dir +
+                    "', safe_serialization=True)\"");
+  return bin;
+}
+}  // namespace
+
+HfWeights::HfWeights(const std::string& dir, const std::string& model_class)
+    : path_(weights_file(dir, model_class)), archive_(models::TensorArchive::load(path_)) {}
+
+torch::Tensor HfWeights::get(const std::string& name, std::vector<int64_t> shape) {
+  torch::Tensor t;
+  if (!archive_.try_read(name, t)) throw DataError(path_ + ": has no tensor '" + name + "'");
+  if (!t.is_floating_point()) throw DataError(path_ + ": tensor '" + name + "' is not floating point");
+  if (t.sizes().vec() != shape)
+    throw DataError(path_ + ": tensor '" + name + "' has shape " + c10::str(t.sizes()) + ", config.json says " +
+                    c10::str(c10::IntArrayRef(shape)));
+  used_.insert(name);
+  return t.to(torch::kFloat).clone();
+}
+
+void HfWeights::check_all_used(const std::string& what) const {
+  for (const auto& name : archive_.tensor_names())
+    if (!used_.count(name))
+      throw DataError(path_ + ": tensor '" + name + "' has no place in a " + what + " parla can represent");
+}
+
+}  // namespace parla::convert
