@@ -111,6 +111,7 @@ int parla_serve_main(int argc, char** argv) {
         parla::decode::Translator::load(models, config.decoding, static_cast<uint64_t>(config.runtime.seed), dev));
     parla::serve::Backend backend;
     backend.search = translator->options();  // with the shortlist it loaded (decoding.shortlist)
+    backend.languages = {translator->language_ids(), translator->source_language()};
     backend.encode = [t = translator.get()](const std::string& line) { return t->encode_line(line, "a request"); };
     backend.decode = [t = translator.get()](const std::vector<std::vector<int>>& sources,
                                             const parla::decode::SearchOptions& options) {

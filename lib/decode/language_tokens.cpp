@@ -38,6 +38,15 @@ int language_id(const nlohmann::json& languages, const std::string& asked, const
 
 }  // namespace
 
+std::map<std::string, int> language_ids(const nlohmann::json& languages, const text::SentencePieceVocab& vocab) {
+  std::map<std::string, int> out;
+  const nlohmann::json codes = languages.value("codes", nlohmann::json::object());  // kept: items() views it
+  for (const auto& [code, piece] : codes.items())
+    if (piece.is_string() && vocab.piece_to_id(piece.get<std::string>()) != kUnkId)
+      out[code] = vocab.piece_to_id(piece.get<std::string>());
+  return out;
+}
+
 LanguageTokens resolve_language_tokens(const nlohmann::json& languages, const DecodingConfig& cfg,
                                        const text::SentencePieceVocab& source, const text::SentencePieceVocab& target) {
   LanguageTokens out;

@@ -7,6 +7,7 @@
 // (decode/maxi_batch.h), searched (decode/search.h) and printed (decode/output_printer.h).
 #include <cstdint>
 #include <istream>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -94,6 +95,10 @@ class Translator {
   // translate_stream search with.
   const SearchOptions& options() const { return options_; }
   const TranslationStats& stats() const { return stats_; }
+  // A multilingual model's language codes and their tokens' ids (decode/language_tokens.h), and the source
+  // language token encode_line puts first (-1: none).
+  const std::map<std::string, int>& language_ids() const { return language_ids_; }
+  int source_language() const { return source_language_; }
   const c10::Device& device() const { return device_; }
   // Float (fp32), BFloat16 or Half: the autocast dtype decoding.precision resolved to.
   c10::ScalarType precision() const { return precision_; }
@@ -114,6 +119,7 @@ class Translator {
   int64_t max_input_;
   size_t max_chars_;
   int source_language_ = -1;  // the source language's token, placed before each line's pieces; -1 = none
+  std::map<std::string, int> language_ids_;
   TranslationStats stats_;
   int workers_ = 1, worker_threads_ = 1;
 };

@@ -95,8 +95,8 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
   }
   for (const auto& item : j.items()) {
     const auto& k = item.key();
-    if (k != "text" && k != "texts" && k != "beam_size" && k != "n_best") {
-      error = bad("unknown field \"" + excerpt(k) + "\" (known: text, texts, beam_size, n_best)");
+    if (k != "text" && k != "texts" && k != "beam_size" && k != "n_best" && k != "source_lang" && k != "target_lang") {
+      error = bad("unknown field \"" + excerpt(k) + "\" (known: text, texts, beam_size, n_best, source_lang, target_lang)");
       return false;
     }
   }
@@ -140,6 +140,34 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
     return false;
   search.n_best = std::min(search.n_best, search.beam_size);
   if (!read_int(j, "n_best", 1, search.beam_size, "at most the beam size", search.n_best, error)) return false;
+  for (const char* key : {"source_lang", "target_lang"}) {
+    if (!j.contains(key)) continue;
+    const auto& value = j[key];
+    if (!value.is_string()) {
+      error = bad(std::string("\"") + key + "\" must be a string, got " + a_type(value));
+      return false;
+    }
+    const auto& codes = limits.languages.codes;
+    if (codes.empty()) {
+      error = bad(std::string("\"") + key + "\": this model has no language codes (only multilingual models do)");
+      return false;
+    }
+    auto it = codes.find(value.get<std::string>());
+    if (it == codes.end()) {
+      std::string valid;
+      for (const auto& [code, id] : codes) valid += (valid.empty() ? "" : ", ") + code;
+      error = bad(std::string("\"") + key + "\" \"" + excerpt(value.get<std::string>()) +
+                  "\" is not one of the model's languages: " + excerpt(valid, 2400));
+      return false;
+    }
+    if (std::string(key) == "source_lang") {
+      out.source_language = it->second;
+    } else if (!search.target_prefix.empty()) {  // a multilingual model's prefix starts with its target language
+      search.target_prefix[0] = it->second;
+    } else {
+      search.target_prefix = {it->second};
+    }
+  }
 
   for (const auto& t : out.texts) {
     out.line_begin.push_back(out.lines.size());

@@ -5,11 +5,14 @@
 //   {"texts": ["...", ...]}            -> {"translations": ["...", ...]}
 //   optional "beam_size" (1..serve.max_beam_size) and "n_best" (1..beam size), which override the server's search
 //   options for this request; with n_best > 1 each translation is a list of {"text", "score"}, best first (score:
-//   the length-normalised log-probability beam search ranks by).
+//   the length-normalised log-probability beam search ranks by); for a multilingual model (M2M-100, NLLB),
+//   optional "source_lang" and "target_lang" in the model's own codes, which override decoding.source_lang and
+//   target_lang (requests for different targets are never batched together: their searches differ).
 // A text with line breaks is translated line by line and rejoined with '\n', as parla-translate does with a
 // file ("a\nb\n" is three lines, the last empty, so the answer keeps the trailing break). A "\r" before a "\n" is
 // part of its line, as parla-translate reads it (the sanitiser turns it into a space).
 #include <cstddef>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,8 +28,16 @@ struct RequestError {
   std::string message;
 };
 
+// A multilingual model's language tokens by code (decode::Translator::language_ids), and the source token that
+// encoding puts first unless a request names another language.
+struct LanguageIds {
+  std::map<std::string, int> codes;
+  int default_source = -1;
+};
+
 // What a request may ask for, and the search it gets unless it says otherwise (defaults: the config's).
 struct RequestLimits {
+  LanguageIds languages;  // empty: the model has none, and a request naming one is refused
   size_t max_sentences = static_cast<size_t>(ServeConfig{}.max_sentences);  // lines of all texts together
   int max_beam_size = ServeConfig{}.max_beam_size;
   decode::SearchOptions search;  // the `decoding` keys' search; n_best is cut to a request's smaller beam
@@ -38,7 +49,8 @@ struct TranslateRequest {
   // Every line of every text, in order; texts[i] owns lines [line_begin[i], line_begin[i + 1]).
   std::vector<std::string> lines;
   std::vector<size_t> line_begin;
-  decode::SearchOptions search;    // the server's, with the request's beam_size and n_best
+  decode::SearchOptions search;    // the server's, with the request's beam_size, n_best and target language
+  int source_language = -1;        // the request's source language token (replaces the default one), or -1
 };
 
 // Arrays and objects nested deeper than this are refused while parsing (400); a valid request nests two.

@@ -36,6 +36,7 @@ TranslationService::TranslationService(const ServeConfig& serve, const DecodingC
 TranslationService::~TranslationService() { shutdown(); }
 
 void TranslationService::start(Backend backend) {
+  limits_.languages = backend.languages;
   if (backend.search) {
     // Read by begin() only after it has seen the batcher set below, under the mutex.
     limits_.search = *backend.search;
@@ -159,7 +160,12 @@ bool TranslationService::begin(const std::string& body, Job& job, Reply& reply) 
   std::vector<std::vector<int>> sources;
   sources.reserve(job.request.lines.size());
   try {
-    for (const auto& line : job.request.lines) sources.push_back(backend_.encode(line));
+    for (const auto& line : job.request.lines) {
+      sources.push_back(backend_.encode(line));
+      auto& ids = sources.back();  // another source language than the model's default: its token instead
+      if (job.request.source_language >= 0 && !ids.empty() && ids[0] == limits_.languages.default_source)
+        ids[0] = job.request.source_language;
+    }
   } catch (const std::exception& e) {
     reply = error_reply(500, std::string("cannot encode the request: ") + e.what());
     count(reply, job.arrived);

@@ -40,6 +40,8 @@ struct Backend {
   // The decoder's own search options (decode::Translator::options(): the loaded shortlist, ...), which requests
   // start from instead of the ones the service makes from the config, so that an answer is parla-translate's.
   std::optional<SearchOptions> search;
+  // A multilingual model's languages, which requests may name (source_lang, target_lang).
+  LanguageIds languages;
   // Continuous batching (serve.continuous) when set; `decode` then decodes only the batches that preempt the
   // stream (serve.preempt_ms).
   StreamOpener open_stream;

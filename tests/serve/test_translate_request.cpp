@@ -216,3 +216,24 @@ TEST_CASE("messages quote a client's bytes as a short excerpt, never whole") {
   CHECK(cut.substr(0, 46) == umlauts.substr(0, 46));
   CHECK(cut.substr(46, 4) == "... ");
 }
+
+TEST_CASE("a multilingual model's requests name source_lang and target_lang in its codes: the target's token "
+          "replaces the forced one, the source's is kept for encoding, an unknown code is refused listing the valid ones") {
+  RequestLimits limits;
+  limits.languages.codes = {{"deu_Latn", 122}, {"eng_Latn", 127}, {"fra_Latn", 137}};
+  limits.languages.default_source = 127;
+  limits.search.target_prefix = {122, 40, 41};  // the server's: its target language, then decoding.target_prefix
+  auto plain = accepted(R"({"text": "a"})", limits);
+  CHECK(plain.search.target_prefix == std::vector<int64_t>{122, 40, 41});
+  CHECK(plain.source_language == -1);
+  auto r = accepted(R"({"text": "a", "target_lang": "fra_Latn", "source_lang": "deu_Latn"})", limits);
+  CHECK(r.search.target_prefix == std::vector<int64_t>{137, 40, 41});
+  CHECK(r.source_language == 122);
+  CHECK(r.search != plain.search);  // never batched together
+  auto unknown = refusal(R"({"text": "a", "target_lang": "xx_Latn"})", limits);
+  CHECK(unknown.status == 400);
+  CHECK_THAT(unknown.message, Catch::Contains("xx_Latn") && Catch::Contains("deu_Latn, eng_Latn, fra_Latn"));
+  CHECK_THAT(refusal(R"({"text": "a", "source_lang": 7})", limits).message, Catch::Contains("must be a string"));
+  // A model without languages refuses them.
+  CHECK_THAT(refusal(R"({"text": "a", "target_lang": "deu_Latn"})").message, Catch::Contains("no language codes"));
+}

@@ -327,3 +327,23 @@ TEST_CASE("in a piece table id 2 is bos unless the model produces its piece, and
   CHECK_THROWS_WITH(SentencePieceVocab::from_serialized(v.serialized(), {"<pad>", "<unk>", "<s>", "</s>", "x", "x"}),
                     Catch::Contains("twice"));
 }
+
+TEST_CASE("control pieces of a table (M2M-100's and NLLB's language codes) are never produced from text and never "
+          "printed") {
+  const auto& v = trained();
+  auto table = reversed_table(v, false);
+  table.push_back("deu_Latn");
+  table.push_back("__de__");
+  const int deu = static_cast<int>(table.size()) - 2, de = deu + 1;
+  const auto plain = SentencePieceVocab::from_serialized(v.serialized(), table);
+  const auto t = SentencePieceVocab::from_serialized(v.serialized(), table, {"deu_Latn", "__de__", "not-in-table"});
+  const auto line = t.encode("the vote");
+  std::vector<int> with = {deu};
+  with.insert(with.end(), line.begin(), line.end());
+  with.push_back(de);
+  CHECK(t.decode(with) == t.decode(line));
+  CHECK(plain.decode(with) == joined_pieces_text(plain, with));  // as ordinary pieces they are printed
+  // Text that spells a control piece is never that id (it is segmented, or unknown).
+  for (int id : t.encode("deu_Latn __de__")) CHECK((id != deu && id != de));
+  CHECK(t.piece_to_id("deu_Latn") == deu);  // the translator places it by name
+}
