@@ -7,7 +7,9 @@ into .venv-torch2).
 
 Pre- and post-norm, shared or separate vocabularies, tied or separate output projection, sinusoidal (either
 layout: the table itself is written) or learned positions, relu, gelu or swish, a logit bias, models imported from
-Marian (which start from pad). OUT_DIR must not exist; it is written whole through a temporary folder, with
+Marian (which start from pad), and M2M-100 / NLLB (fairseq's sinusoids; they start from </s> and take the target
+language in CTranslate2's target_prefix: translate_batch(..., target_prefix=[["deu_Latn"]]), the source language
+token first in the source: ["eng_Latn"] + pieces). OUT_DIR must not exist; it is written whole through a temporary folder, with
 source.spm and target.spm beside the model, so that a user tokenizes as parla does:
 
   translator = ctranslate2.Translator(OUT_DIR)
@@ -39,8 +41,15 @@ def fail(message):
     sys.exit(1)
 
 
-def sinusoids(n, d, concatenated):
+def sinusoids(n, d, layout):
     """parla's table (lib/nn/positional_encoding.cpp), in float64 rounded once to float32."""
+    if layout == "fairseq":  # M2M-100 and NLLB: positions from 2, frequencies 10000^(-i/(d/2-1))
+        half = d // 2
+        angle = np.arange(2, n + 2, dtype=np.float64)[:, None] * np.exp(
+            np.arange(half) * (-np.log(10000.0) / (half - 1)))[None, :]
+        table = np.concatenate([np.sin(angle), np.cos(angle)] + ([np.zeros((n, 1))] if d % 2 else []), axis=1)
+        return table.astype(np.float32)
+    concatenated = layout == "concatenated"
     angle = np.arange(n, dtype=np.float64)[:, None] * np.exp(np.arange(0, d, 2) * (-np.log(10000.0) / d))[None, :]
     if concatenated:
         table = np.concatenate([np.sin(angle), np.cos(angle)[:, : d // 2]], axis=1)
@@ -103,8 +112,7 @@ def main():
         spec.encoder.position_encodings.encodings = f32(state["src_positions.weight"])
         spec.decoder.position_encodings.encodings = f32(state["tgt_positions.weight"])
     else:
-        table = sinusoids(max(1024, raw.get("max_positions", 1024)), d,
-                          raw.get("sinusoidal_layout", "interleaved") == "concatenated")
+        table = sinusoids(max(1024, raw.get("max_positions", 1024)), d, raw.get("sinusoidal_layout", "interleaved"))
         spec.encoder.position_encodings.encodings = table
         spec.decoder.position_encodings.encodings = table
 
@@ -144,14 +152,16 @@ def main():
     if "output_bias" in state:
         spec.decoder.projection.bias = f32(state["output_bias"])
 
-    start_is_bos = raw.get("decoder_start", "bos") == "bos"
+    start = raw.get("decoder_start", "bos")
+    start_is_bos = start == "bos"
     src = pieces(meta["src_spm"], meta.get("src_pieces"), start_is_bos)
     tgt = pieces(meta["tgt_spm"], meta.get("tgt_pieces"), start_is_bos)
     spec.register_source_vocabulary(src)
     spec.register_target_vocabulary(tgt)
     spec.config.add_source_eos = True
     spec.config.bos_token = tgt[2] if start_is_bos else "<s>"
-    spec.config.decoder_start_token = "<s>" if start_is_bos else "<pad>"
+    # M2M-100 and NLLB start from </s>; their target language then goes in CTranslate2's target_prefix.
+    spec.config.decoder_start_token = {"bos": "<s>", "pad": "<pad>", "eos": "</s>"}[start]
     spec.config.eos_token = "</s>"
     spec.config.unk_token = "<unk>"
     spec.validate()
