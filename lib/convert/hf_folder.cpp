@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "convert/hf_marian_layout.h"
 #include "convert/marian_import.h"  // pieces_by_id
 #include "core/bounded_json.h"
 #include "core/error.h"
@@ -84,6 +85,44 @@ void HfWeights::check_all_used(const std::string& what) const {
   for (const auto& name : archive_.tensor_names())
     if (!used_.count(name))
       throw DataError(path_ + ": tensor '" + name + "' has no place in a " + what + " parla can represent");
+}
+
+void read_hf_layers(HfWeights& w, ImportedModel& m) {
+  const int64_t d = m.model.d_model, ffn = m.model.ffn_dim;
+  auto linear = [&](const std::string& from, const std::string& to, int64_t out, int64_t in) {
+    m.weights[to + ".weight"] = w.get(from + ".weight", {out, in});
+    m.weights[to + ".bias"] = w.get(from + ".bias", {out});
+  };
+  auto norm = [&](const std::string& from, const std::string& to) {
+    m.weights[to + ".weight"] = w.get(from + ".weight", {d});
+    m.weights[to + ".bias"] = w.get(from + ".bias", {d});
+  };
+  // q, k and v projections of one attention, stacked in parla's order (rows Q; K; V).
+  auto stacked = [&](const std::string& from, const std::vector<std::string>& parts, const std::string& to) {
+    std::vector<torch::Tensor> ws, bs;
+    for (const auto& p : parts) {
+      ws.push_back(w.get(from + "." + p + "_proj.weight", {d, d}));
+      bs.push_back(w.get(from + "." + p + "_proj.bias", {d}));
+    }
+    m.weights[to + ".weight"] = torch::cat(ws, 0);
+    m.weights[to + ".bias"] = torch::cat(bs, 0);
+  };
+  for (const bool decoder : {false, true}) {
+    const std::string side = decoder ? "decoder" : "encoder";
+    for (int l = 0; l < (decoder ? m.model.decoder_layers : m.model.encoder_layers); ++l) {
+      const std::string from = "model." + side + ".layers." + std::to_string(l) + ".",
+                        to = side + ".layers." + std::to_string(l) + ".";
+      for (const auto& x : hf_marian_layer(decoder)) {
+        const int64_t wide = x.inner ? ffn : d;
+        switch (x.kind) {
+          case LayerWeight::kStacked: stacked(from + x.hf, x.parts, to + x.parla); break;
+          case LayerWeight::kReadsResidual: linear(from + x.hf, to + x.parla, wide, d); break;
+          case LayerWeight::kWritesResidual: linear(from + x.hf, to + x.parla, d, wide); break;
+          case LayerWeight::kNorm: norm(from + x.hf, to + x.parla); break;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace parla::convert

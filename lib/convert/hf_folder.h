@@ -9,6 +9,7 @@
 
 #include <torch/types.h>
 
+#include "convert/imported_model.h"
 #include "models/tensor_archive.h"
 
 namespace parla::convert {
@@ -40,5 +41,9 @@ class HfWeights {
   models::TensorArchive archive_;
   std::set<std::string> used_;
 };
+
+// The encoder and decoder layers of a BART-family folder (MarianMT, M2M-100: the same weight names,
+// convert/hf_marian_layout.h) into m.weights under parla's names, sized by m.model.
+void read_hf_layers(HfWeights& w, ImportedModel& m);
 
 }  // namespace parla::convert

@@ -8,7 +8,6 @@
 #include <torch/torch.h>
 
 #include "convert/hf_folder.h"
-#include "convert/hf_marian_layout.h"
 #include "core/error.h"
 #include "formats/bounded_file.h"
 #include "formats/json_file.h"
@@ -229,40 +228,12 @@ ImportedModel read_hf_m2m100(const std::string& dir) {
     const std::string fairseq_marker = std::string("model.") + side + ".embed_positions._float_tensor";
     if (w.has(fairseq_marker)) w.ignore(fairseq_marker);
   }
-  auto linear = [&](const std::string& from, const std::string& to, int64_t out, int64_t in) {
-    m.weights[to + ".weight"] = w.get(from + ".weight", {out, in});
-    m.weights[to + ".bias"] = w.get(from + ".bias", {out});
-  };
-  auto norm = [&](const std::string& from, const std::string& to) {
-    m.weights[to + ".weight"] = w.get(from + ".weight", {d});
-    m.weights[to + ".bias"] = w.get(from + ".bias", {d});
-  };
-  auto stacked = [&](const std::string& from, const std::vector<std::string>& parts, const std::string& to) {
-    std::vector<torch::Tensor> ws, bs;
-    for (const auto& p : parts) {
-      ws.push_back(w.get(from + "." + p + "_proj.weight", {d, d}));
-      bs.push_back(w.get(from + "." + p + "_proj.bias", {d}));
-    }
-    m.weights[to + ".weight"] = torch::cat(ws, 0);
-    m.weights[to + ".bias"] = torch::cat(bs, 0);
-  };
   // The layers have MarianMT's weights under the same names; pre-norm reads them in another order.
-  for (const bool decoder : {false, true}) {
-    const std::string side = decoder ? "decoder" : "encoder";
-    for (int l = 0; l < (decoder ? cfg.decoder_layers : cfg.encoder_layers); ++l) {
-      const std::string from = "model." + side + ".layers." + std::to_string(l) + ".",
-                        to = side + ".layers." + std::to_string(l) + ".";
-      for (const auto& x : hf_marian_layer(decoder)) {
-        const int64_t wide = x.inner ? ffn : d;
-        switch (x.kind) {
-          case LayerWeight::kStacked: stacked(from + x.hf, x.parts, to + x.parla); break;
-          case LayerWeight::kReadsResidual: linear(from + x.hf, to + x.parla, wide, d); break;
-          case LayerWeight::kWritesResidual: linear(from + x.hf, to + x.parla, d, wide); break;
-          case LayerWeight::kNorm: norm(from + x.hf, to + x.parla); break;
-        }
-      }
-    }
-    norm("model." + side + ".layer_norm", side + ".final_norm");
+  read_hf_layers(w, m);
+  for (const char* side : {"encoder", "decoder"}) {
+    const std::string final_norm = std::string(side) + ".final_norm";
+    m.weights[final_norm + ".weight"] = w.get(std::string("model.") + side + ".layer_norm.weight", {d});
+    m.weights[final_norm + ".bias"] = w.get(std::string("model.") + side + ".layer_norm.bias", {d});
   }
   w.check_all_used("M2M-100 model");
   m.info = {{"imported_from", dir}, {"format", "huggingface-m2m_100"}};
