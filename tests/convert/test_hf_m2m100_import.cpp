@@ -165,6 +165,31 @@ TEST_CASE("an M2M-100 folder imports to a checkpoint that tokenizes, scores, sea
   auto f = make_m2m_fixture(tmp, "m2m100", 40);
   if (!f) return;
   check_m2m_against_transformers(*f);
+
+  // What follows an import works on it: averaging (the mean of one checkpoint twice is itself: the same text),
+  // int8, a shortlist built from its own translations (which then cannot change them).
+  const std::string in = f->dir + "/sources-parla.txt";
+  auto translate = [&](const std::string& model, std::vector<std::string> extra) {
+    std::vector<std::string> args = {"-q", "-m", model, "--threads", "1", "-b", "2", "--target-lang", "de", "-i", in};
+    args.insert(args.end(), extra.begin(), extra.end());
+    auto r = parla::testing::run("parla-translate", args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    return r.out;
+  };
+  const std::string plain = translate(f->checkpoint, {});
+  const auto averaged = tmp.file("avg.pt"), int8 = tmp.file("int8.pt"), shortlist = tmp.file("shortlist.txt");
+  REQUIRE(parla::testing::run("parla-train", {"-q", "average", "-o", averaged, f->checkpoint, f->checkpoint}).exit_code == 0);
+  CHECK(translate(averaged, {}) == plain);
+  REQUIRE(parla::testing::run("parla-train", {"-q", "quantize", "-o", int8, f->checkpoint}).exit_code == 0);
+  CHECK(parla::testing::split_lines(translate(int8, {})).size() == f->reference["texts"].size());
+  const std::string outputs = tmp.write("outputs.txt", plain);
+  auto s = parla::testing::run("parla-shortlist", {"-q", "-m", f->checkpoint, "--source", in, "--target", outputs,
+                                                    "-o", shortlist, "--best", "1000", "--frequent", "0"});
+  INFO(s.err);
+  REQUIRE(s.exit_code == 0);
+  CHECK(parla::testing::split_lines(translate(f->checkpoint, {"--shortlist", shortlist})).size() ==
+        f->reference["texts"].size());
 }
 
 TEST_CASE("an NLLB-200 folder (tokenizer.json, codes like deu_Latn) imports and computes as transformers does",
