@@ -78,7 +78,9 @@ torch::Tensor HfWeights::get(const std::string& name, std::vector<int64_t> shape
     throw DataError(path_ + ": tensor '" + name + "' has shape " + c10::str(t.sizes()) + ", config.json says " +
                     c10::str(c10::IntArrayRef(shape)));
   used_.insert(name);
-  return t.to(torch::kFloat).clone();
+  auto copy = t.to(torch::kFloat).clone();
+  archive_.release(name);  // the file's pages of it leave memory: the peak holds each weight once
+  return copy;
 }
 
 void HfWeights::check_all_used(const std::string& what) const {

@@ -34,7 +34,7 @@ std::vector<int64_t> parla_order(int64_t size, int64_t pad, int64_t unk, int64_t
   return order;
 }
 
-void write_checkpoint(const ImportedModel& m, const std::string& source, const std::string& path) {
+void write_checkpoint(ImportedModel m, const std::string& source, const std::string& path) {
   Config c;
   c.model = m.model;
   const int64_t src_vocab = static_cast<int64_t>(m.src_pieces.size()), tgt_vocab = static_cast<int64_t>(m.tgt_pieces.size());
@@ -53,6 +53,7 @@ void write_checkpoint(const ImportedModel& m, const std::string& source, const s
       throw DataError(source + ": the weight for '" + p.key() + "' has shape " + c10::str(it->second.sizes()) +
                       ", the model's config needs " + c10::str(p.value().sizes()));
     p.value().copy_(it->second);
+    it->second = torch::Tensor();  // the model's copy is the one kept
     used.insert(p.key());
   }
   for (const auto& [name, t] : m.weights)
