@@ -9,7 +9,7 @@
 #include "core/atomic_file.h"
 #include "core/config.h"
 #include "core/error.h"
-#include "data/output_file.h"
+#include "core/output_file.h"
 #include "models/checkpoint.h"
 #include "models/tensor_archive.h"
 #include "models/transformer.h"
@@ -52,7 +52,7 @@ nlohmann::json vocab_json(const std::vector<std::string>& pieces, const std::str
 }
 
 void write_text(const fs::path& dir, const std::string& name, const std::string& text) {
-  data::OutputFile f((dir / name).string());
+  OutputFile f((dir / name).string());
   f.write(text);
   f.close();
 }

@@ -17,7 +17,7 @@
 
 #include "core/error.h"
 #include "core/progress.h"
-#include "data/output_file.h"
+#include "core/output_file.h"
 #include "text/europarl_day.h"
 #include "text/europarl_day_alignment.h"
 #include "text/legacy_encoding.h"

@@ -18,7 +18,7 @@
 #include "core/version.h"
 #include "data/europarl_release.h"
 #include "data/held_out_split.h"
-#include "data/output_file.h"
+#include "core/output_file.h"
 #include "data/token_dataset_writer.h"
 #include "text/line_reader.h"
 #include "text/parallel_corpus_filter.h"

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "data/output_file.h"
+#include "core/output_file.h"
 
 namespace parla::data {
 

@@ -23,7 +23,7 @@
 #include "core/progress.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_device.h"
-#include "data/output_file.h"
+#include "core/output_file.h"
 #include "decode/ensemble.h"
 #include "decode/input_sanitizer.h"
 #include "decode/language_tokens.h"
@@ -298,7 +298,7 @@ std::vector<std::string> Translator::translate_lines(const std::vector<std::stri
   return formatted;
 }
 
-TranslationStats Translator::translate_stream(std::istream& in, data::OutputFile& out) {
+TranslationStats Translator::translate_stream(std::istream& in, OutputFile& out) {
   const auto start = Clock::now();
   LineReader reader(in, max_chars_);
   BatchLimits limits{static_cast<size_t>(cfg_.batch_size), static_cast<size_t>(cfg_.batch_tokens),
@@ -352,14 +352,14 @@ TranslationStats translate_file(Translator& translator, const std::string& input
   TranslationStats stats;
   if (output.empty() || output == "-") {
     std::cout.flush();  // whatever went to std::cout before comes first
-    data::OutputFile out(stdout, "standard output");
+    OutputFile out(stdout, "standard output");
     stats = translator.translate_stream(*in, out);
     out.close();
   } else {
     // Written as OUTPUT.tmp.<pid> and renamed when complete (a FIFO or device in place): a failed run leaves
     // neither a half-written OUTPUT nor the temporary, and what killed runs left is removed first.
     remove_stale_temporaries(output);
-    data::AtomicOutputFile out(output);
+    AtomicOutputFile out(output);
     stats = translator.translate_stream(*in, out.file());
     out.commit();
   }

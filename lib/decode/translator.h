@@ -18,7 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config/decoding_config.h"
-#include "data/output_file.h"
+#include "core/output_file.h"
 #include "decode/hypothesis.h"
 #include "decode/output_printer.h"
 #include "decode/search_options.h"
@@ -83,7 +83,7 @@ class Translator {
   // decoding.line_buffered each line translated and flushed as soon as it is read. IoError naming the output and
   // the system's reason when writing fails; DataError naming decoding.batch_size/batch_tokens when the device runs
   // out of memory.
-  TranslationStats translate_stream(std::istream& in, data::OutputFile& out);
+  TranslationStats translate_stream(std::istream& in, OutputFile& out);
 
   // The longest source (pieces, without EOS) kept: decoding.max_input_length and the model's positions (1023 for a
   // model without a limit, unless max_input_length says otherwise).

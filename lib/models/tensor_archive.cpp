@@ -7,7 +7,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "data/output_file.h"
+#include "core/output_file.h"
 #include "formats/mapped_file.h"
 #include "formats/safetensors.h"
 #include "formats/torchscript_archive.h"
@@ -151,7 +151,7 @@ void TensorArchive::save(const std::string& path) const {
   } catch (const DataError& e) {
     throw IoError(path + ": cannot write checkpoint: " + e.what());
   }
-  data::AtomicOutputFile out(path);
+  AtomicOutputFile out(path);
   out.file().write(header);
   for (const auto& e : entries) {
     const auto& t = host.at(e.name);

@@ -254,8 +254,6 @@ const char* bead_kind_name(BeadKind k) {
   static const char* const names[kBeadKinds] = {"1-1", "1-0", "0-1", "2-1", "1-2", "2-2"};
   return names[static_cast<int>(k)];
 }
-int bead_source_count(BeadKind k) { return kSourceCount[static_cast<int>(k)]; }
-int bead_target_count(BeadKind k) { return kTargetCount[static_cast<int>(k)]; }
 
 double bead_prior(BeadKind k) { return kPrior[static_cast<int>(k)]; }
 

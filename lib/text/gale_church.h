@@ -31,8 +31,6 @@ enum class BeadKind : uint8_t { k1_1, k1_0, k0_1, k2_1, k1_2, k2_2 };
 inline constexpr int kBeadKinds = 6;
 
 const char* bead_kind_name(BeadKind k);  // "1-1", "1-0", "0-1", "2-1", "1-2", "2-2"
-int bead_source_count(BeadKind k);       // sentences the bead takes from the source side (0-2)
-int bead_target_count(BeadKind k);       // ... and from the target side
 
 struct Bead {
   int src_begin, src_count, tgt_begin, tgt_count;

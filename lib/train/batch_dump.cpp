@@ -22,7 +22,7 @@ void require_little_endian() {
   if (first != 1) throw IoError("training.dump_batches: the batch dump format needs a little-endian machine");
 }
 
-void write_ids(data::OutputFile& out, const torch::Tensor& t) {
+void write_ids(OutputFile& out, const torch::Tensor& t) {
   if (!t.defined() || t.numel() == 0) return;
   auto c = t.to(torch::kCPU, torch::kLong).contiguous();
   out.write(c.data_ptr<int64_t>(), static_cast<size_t>(c.numel()) * 8);

@@ -3,7 +3,7 @@
 // (bench/reference/) trains on exactly the batches parla-train trained on. Little-endian binary:
 //   8 bytes magic "PRLBAT01", then per batch: int64 B, int64 S, int64 T, src int64[B*S], tgt_in int64[B*T],
 //   tgt_out int64[B*T]   (row-major; T = 0 for a batch without target, as BERT's)
-// Written to PATH.tmp.<pid> (data::AtomicOutputFile) and renamed to PATH when the run ends (or stops on a signal),
+// Written to PATH.tmp.<pid> (AtomicOutputFile) and renamed to PATH when the run ends (or stops on a signal),
 // so PATH is always whole; a run that fails removes the temporary.
 #include <cstdint>
 #include <optional>
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "data/batch.h"
-#include "data/output_file.h"
+#include "core/output_file.h"
 
 namespace parla::train {
 
@@ -25,7 +25,7 @@ class BatchDumpWriter {
   void finish();
 
  private:
-  std::optional<data::AtomicOutputFile> out_;  // optional: built inside the constructor's error naming
+  std::optional<AtomicOutputFile> out_;  // optional: built inside the constructor's error naming
 };
 
 struct DumpedBatch {

@@ -3,8 +3,8 @@
 namespace parla::train {
 
 MetricsLog::MetricsLog(const std::string& path, bool truncate)
-    : out_(std::make_unique<data::OutputFile>(path, truncate ? data::OutputFile::Mode::truncate
-                                                             : data::OutputFile::Mode::append)) {}
+    : out_(std::make_unique<OutputFile>(path, truncate ? OutputFile::Mode::truncate
+                                                             : OutputFile::Mode::append)) {}
 
 void MetricsLog::write(const nlohmann::json& record) {
   if (!out_) return;

@@ -7,7 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "data/output_file.h"
+#include "core/output_file.h"
 
 namespace parla::train {
 
@@ -21,7 +21,7 @@ class MetricsLog {
   bool enabled() const { return out_ != nullptr; }
 
  private:
-  std::unique_ptr<data::OutputFile> out_;
+  std::unique_ptr<OutputFile> out_;
 };
 
 }  // namespace parla::train

@@ -14,7 +14,7 @@
 #include "core/progress.h"
 #include "runtime/runtime_device.h"
 #include "data/batch_sampler.h"
-#include "data/output_file.h"
+#include "core/output_file.h"
 #include "data/token_dataset.h"
 #include "models/checkpoint.h"
 #include "train/batch_dump.h"
@@ -181,7 +181,7 @@ struct Trainer::Impl {
       if (ec) throw IoError("cannot create training.save_dir '" + save_dir + "': " + ec.message());
       // Saves killed mid-write (SIGKILL, a lost machine) leave their temporaries; this run removes those.
       remove_stale_temporaries(save_dir);
-      data::write_file_atomically(save_dir + "/config.json", config::to_json(cfg).dump(2) + "\n");
+      write_file_atomically(save_dir + "/config.json", config::to_json(cfg).dump(2) + "\n");
       metrics = MetricsLog(save_dir + "/" + t.metrics_file, /*truncate=*/opts.resume.empty());
     }
   }

@@ -16,7 +16,7 @@
 #include "core/config.h"
 #include "core/error.h"
 #include "core/heap_allocator.h"
-#include "data/output_file.h"
+#include "core/output_file.h"
 #include "decode/input_sanitizer.h"
 #include "decode/translator.h"
 #include "models/checkpoint.h"
@@ -364,7 +364,7 @@ TEST_CASE("a translator resolves decoding.precision for its device and names the
                     Catch::Contains("decoding.precision"));
 
   std::istringstream in("the house is small\n");
-  parla::data::OutputFile full("/dev/full");  // refuses every write with ENOSPC, as a full disk does
+  parla::OutputFile full("/dev/full");  // refuses every write with ENOSPC, as a full disk does
   CHECK_THROWS_WITH(t.translate_stream(in, full),
                     Catch::Contains("'/dev/full'") && Catch::Contains("No space left on device"));
 }
@@ -476,7 +476,7 @@ TEST_CASE("a line cut for parla-serve (encode_line) gets parla-translate's cut, 
   TempDir dir("translate-serve-cut");
   std::istringstream in(line + "\n");
   {
-    parla::data::OutputFile out(dir.file("out.txt"));
+    parla::OutputFile out(dir.file("out.txt"));
     t.translate_stream(in, out);
     out.close();
   }

@@ -1,4 +1,4 @@
-#include "data/output_file.h"
+#include "core/output_file.h"
 
 #include <sys/stat.h>
 
@@ -7,7 +7,7 @@
 
 #include "core/error.h"
 
-namespace parla::data {
+namespace parla {
 
 namespace {
 
@@ -116,4 +116,4 @@ void write_file_atomically(const std::string& path, std::string_view content) {
   f.commit();
 }
 
-}  // namespace parla::data
+}  // namespace parla

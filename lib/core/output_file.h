@@ -11,7 +11,7 @@
 
 #include "core/atomic_file.h"
 
-namespace parla::data {
+namespace parla {
 
 class OutputFile {
  public:
@@ -74,4 +74,4 @@ class AtomicOutputFile {
 // Writes a whole file through a temporary sibling and renames it into place.
 void write_file_atomically(const std::string& path, std::string_view content);
 
-}  // namespace parla::data
+}  // namespace parla

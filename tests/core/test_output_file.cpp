@@ -14,14 +14,14 @@
 #include <thread>
 
 #include "core/error.h"
-#include "data/output_file.h"
+#include "core/output_file.h"
 #include "support/files.h"
 #include "support/run.h"
 #include "support/temp_dir.h"
 
 using Catch::Contains;
-using parla::data::AtomicOutputFile;
-using parla::data::OutputFile;
+using parla::AtomicOutputFile;
+using parla::OutputFile;
 using parla::testing::TempDir;
 namespace fs = std::filesystem;
 
@@ -97,7 +97,7 @@ TEST_CASE("an atomic output file is whole after commit and leaves neither file n
   CHECK(read_file(p) == "whole\n");
   CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 1);
 
-  parla::data::write_file_atomically(dir.file("meta.json"), "{}\n");
+  parla::write_file_atomically(dir.file("meta.json"), "{}\n");
   CHECK(read_file(dir.file("meta.json")) == "{}\n");
   CHECK(std::distance(fs::directory_iterator(dir.path()), fs::directory_iterator()) == 2);
 }
