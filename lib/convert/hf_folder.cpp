@@ -2,12 +2,14 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <limits>
 
 #include <torch/torch.h>
 
 #include "convert/hf_marian_layout.h"
 #include "convert/marian_import.h"  // pieces_by_id
 #include "core/bounded_json.h"
+#include "core/config/schema.h"
 #include "core/error.h"
 #include "formats/bounded_file.h"
 #include "formats/mapped_file.h"
@@ -87,6 +89,39 @@ void HfWeights::check_all_used(const std::string& what) const {
   for (const auto& name : archive_.tensor_names())
     if (!used_.count(name))
       throw DataError(path_ + ": tensor '" + name + "' has no place in a " + what + " parla can represent");
+}
+
+ModelConfig read_bart_config(const formats::JsonFields& c, const std::string& config_path,
+                             const std::string& default_activation) {
+  // Every count parla keeps as an int is checked in range before it is narrowed.
+  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
+  const int64_t heads = c.integer("encoder_attention_heads", 1, kIntMax);
+  if (c.integer("decoder_attention_heads") != heads)
+    throw DataError(config_path + ": encoder_attention_heads and decoder_attention_heads differ; parla has one "
+                    "model.heads");
+  const int64_t ffn = c.integer("encoder_ffn_dim", 1, kIntMax);
+  if (c.integer("decoder_ffn_dim") != ffn)
+    throw DataError(config_path + ": encoder_ffn_dim and decoder_ffn_dim differ; parla has one model.ffn_dim");
+  std::string act = c.has("activation_function") ? c.string("activation_function") : default_activation;
+  if (act == "silu") act = "swish";
+  if (act != "swish" && act != "relu" && act != "gelu")
+    throw DataError(config_path + ": activation_function '" + act + "' is not one parla has (swish, relu, gelu)");
+  ModelConfig cfg;
+  cfg.type = ModelType::kTransformer;
+  cfg.d_model = static_cast<int>(c.integer("d_model", 1, kIntMax));
+  cfg.heads = static_cast<int>(heads);
+  cfg.ffn_dim = static_cast<int>(ffn);
+  cfg.encoder_layers = static_cast<int>(c.integer("encoder_layers", 1, kIntMax));
+  cfg.decoder_layers = static_cast<int>(c.integer("decoder_layers", 1, kIntMax));
+  config::parse_choice(act, cfg.activation);  // checked above
+  cfg.positions = PositionEncoding::kSinusoidal;
+  cfg.scale_embeddings = c.has("scale_embedding") && c.boolean("scale_embedding");
+  cfg.max_positions = static_cast<int>(c.integer("max_position_embeddings", 1, kIntMax));
+  cfg.dropout = c.has("dropout") ? c.number("dropout") : 0.1;
+  cfg.attention_dropout = c.has("attention_dropout") ? c.number("attention_dropout") : 0.0;
+  cfg.activation_dropout = c.has("activation_dropout") ? c.number("activation_dropout") : 0.0;
+  cfg.tie_output = !c.has("tie_word_embeddings") || c.boolean("tie_word_embeddings");
+  return cfg;
 }
 
 void read_hf_layers(HfWeights& w, ImportedModel& m) {

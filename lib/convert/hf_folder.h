@@ -10,6 +10,7 @@
 #include <torch/types.h>
 
 #include "convert/imported_model.h"
+#include "formats/json_file.h"
 #include "models/tensor_archive.h"
 
 namespace parla::convert {
@@ -41,6 +42,13 @@ class HfWeights {
   models::TensorArchive archive_;
   std::set<std::string> used_;
 };
+
+// The sizes and settings every BART-family config.json (MarianMT, M2M-100) gives the same way: d_model, heads,
+// ffn, layers, activation (`default_activation` where absent), scale_embedding, max_position_embeddings, dropouts,
+// tie_word_embeddings, for a Transformer. DataError naming `config_path` and the key for what parla cannot hold
+// (two head counts, two ffn widths, another activation). The importer sets the rest (norm, positions, start).
+ModelConfig read_bart_config(const formats::JsonFields& c, const std::string& config_path,
+                             const std::string& default_activation);
 
 // The encoder and decoder layers of a BART-family folder (MarianMT, M2M-100: the same weight names,
 // convert/hf_marian_layout.h) into m.weights under parla's names, sized by m.model.

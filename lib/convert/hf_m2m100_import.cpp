@@ -79,17 +79,12 @@ ImportedModel read_hf_m2m100(const std::string& dir) {
   if (type != "m2m_100")
     throw DataError(config_path + ": model_type '" + type + "' is not 'm2m_100' (M2M-100 and NLLB models)");
   constexpr int64_t kIntMax = std::numeric_limits<int>::max();
-  const int64_t d = c.integer("d_model", 2, kIntMax), heads = c.integer("encoder_attention_heads", 1, kIntMax);
-  if (c.integer("decoder_attention_heads") != heads)
-    throw DataError(config_path + ": encoder_attention_heads and decoder_attention_heads differ; parla has one "
-                    "model.heads");
-  const int64_t ffn = c.integer("encoder_ffn_dim", 1, kIntMax);
-  if (c.integer("decoder_ffn_dim") != ffn)
-    throw DataError(config_path + ": encoder_ffn_dim and decoder_ffn_dim differ; parla has one model.ffn_dim");
-  std::string act = c.has("activation_function") ? c.string("activation_function") : "relu";
-  if (act == "silu") act = "swish";
-  if (act != "swish" && act != "relu" && act != "gelu")
-    throw DataError(config_path + ": activation_function '" + act + "' is not one parla has (swish, relu, gelu)");
+  ImportedModel m;
+  m.model = read_bart_config(c, config_path, "relu");  // M2M100Config's default
+  ModelConfig& cfg = m.model;
+  const int64_t d = cfg.d_model;
+  if (d < 4)  // fairseq's frequencies divide by d/2 - 1
+    throw DataError(config_path + ": d_model " + std::to_string(d) + " is below 4, which fairseq's positions need");
   // fairseq's positions count from padding_idx + 1, which transformers fixes at 2: pad must be 1.
   const int64_t vocab = c.integer("vocab_size", 5, kIntMax);
   const int64_t pad = c.integer("pad_token_id"), eos = c.integer("eos_token_id");
@@ -101,26 +96,10 @@ ImportedModel read_hf_m2m100(const std::string& dir) {
     throw DataError(config_path + ": decoder_start_token_id " + std::to_string(start) + " is not eos_token_id " +
                     std::to_string(eos) + "; M2M-100 and NLLB decode from </s>");
 
-  ImportedModel m;
-  ModelConfig& cfg = m.model;
-  cfg.type = ModelType::kTransformer;
-  cfg.d_model = static_cast<int>(d);
-  cfg.heads = static_cast<int>(heads);
-  cfg.ffn_dim = static_cast<int>(ffn);
-  cfg.encoder_layers = static_cast<int>(c.integer("encoder_layers", 1, kIntMax));
-  cfg.decoder_layers = static_cast<int>(c.integer("decoder_layers", 1, kIntMax));
-  config::parse_choice(act, cfg.activation);
   cfg.norm = LayerNormPlacement::kPre;
-  cfg.positions = PositionEncoding::kSinusoidal;
   cfg.sinusoidal_layout = SinusoidalLayout::kFairseq;
-  cfg.scale_embeddings = c.has("scale_embedding") && c.boolean("scale_embedding");
   cfg.output_bias = false;
-  cfg.max_positions = static_cast<int>(c.integer("max_position_embeddings", 1, kIntMax));
-  cfg.dropout = c.has("dropout") ? c.number("dropout") : 0.1;
-  cfg.attention_dropout = c.has("attention_dropout") ? c.number("attention_dropout") : 0.0;
-  cfg.activation_dropout = c.has("activation_dropout") ? c.number("activation_dropout") : 0.0;
   cfg.share_embeddings = true;
-  cfg.tie_output = !c.has("tie_word_embeddings") || c.boolean("tie_word_embeddings");
   cfg.decoder_start = DecoderStart::kEos;
 
   // The vocabulary: the base (M2M-100's vocab.json, or NLLB's tokenizer.json), then the added tokens.

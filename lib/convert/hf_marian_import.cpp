@@ -33,41 +33,15 @@ ImportedModel read_hf_marian(const std::string& dir) {
     if (c.has(key) && c.boolean(key))
       throw DataError(config_path + ": " + key + " = true is not Marian's layout (post-norm, no embedding norm), "
                       "which parla imports");
-  // Every count parla keeps as an int is checked in range before it is narrowed.
-  constexpr int64_t kIntMax = std::numeric_limits<int>::max();
-  const int64_t d = c.integer("d_model", 1, kIntMax), heads = c.integer("encoder_attention_heads", 1, kIntMax);
-  if (c.integer("decoder_attention_heads") != heads)
-    throw DataError(config_path + ": encoder_attention_heads and decoder_attention_heads differ; parla has one "
-                    "model.heads");
-  const int64_t ffn = c.integer("encoder_ffn_dim", 1, kIntMax);
-  if (c.integer("decoder_ffn_dim") != ffn)
-    throw DataError(config_path + ": encoder_ffn_dim and decoder_ffn_dim differ; parla has one model.ffn_dim");
-  std::string act = c.string("activation_function");
-  if (act == "silu") act = "swish";
-  if (act != "swish" && act != "relu" && act != "gelu")
-    throw DataError(config_path + ": activation_function '" + act + "' is not one parla has (swish, relu, gelu)");
-
   ImportedModel m;
+  m.model = read_bart_config(c, config_path, "gelu");  // MarianConfig's default
   ModelConfig& cfg = m.model;
-  cfg.type = ModelType::kTransformer;
-  cfg.d_model = static_cast<int>(d);
-  cfg.heads = static_cast<int>(heads);
-  cfg.ffn_dim = static_cast<int>(ffn);
-  cfg.encoder_layers = static_cast<int>(c.integer("encoder_layers", 1, kIntMax));
-  cfg.decoder_layers = static_cast<int>(c.integer("decoder_layers", 1, kIntMax));
-  config::parse_choice(act, cfg.activation);  // checked above
+  const int64_t d = cfg.d_model;
   cfg.norm = LayerNormPlacement::kPost;
-  cfg.positions = PositionEncoding::kSinusoidal;
   cfg.sinusoidal_layout = SinusoidalLayout::kConcatenated;
-  cfg.scale_embeddings = c.has("scale_embedding") && c.boolean("scale_embedding");
   cfg.output_bias = true;
-  cfg.max_positions = static_cast<int>(c.integer("max_position_embeddings", 1, kIntMax));
-  cfg.dropout = c.has("dropout") ? c.number("dropout") : 0.1;
-  cfg.attention_dropout = c.has("attention_dropout") ? c.number("attention_dropout") : 0.0;
-  cfg.activation_dropout = c.has("activation_dropout") ? c.number("activation_dropout") : 0.0;
   const bool shared = !c.has("share_encoder_decoder_embeddings") || c.boolean("share_encoder_decoder_embeddings");
   cfg.share_embeddings = shared;
-  cfg.tie_output = !c.has("tie_word_embeddings") || c.boolean("tie_word_embeddings");
 
   // Vocabularies: vocab.json, and target_vocab.json when the two sides have their own.
   const std::string vocab_path = (fs::path(dir) / "vocab.json").string();
