@@ -72,6 +72,12 @@ std::string weights_file(const std::string& dir, const std::string& model_class)
 HfWeights::HfWeights(const std::string& dir, const std::string& model_class)
     : path_(weights_file(dir, model_class)), archive_(models::TensorArchive::load(path_)) {}
 
+std::vector<int64_t> HfWeights::shape(const std::string& name) const {
+  torch::Tensor t;  // a view of the file's bytes: only the header is read
+  if (!archive_.try_read(name, t)) throw DataError(path_ + ": has no tensor '" + name + "'");
+  return t.sizes().vec();
+}
+
 torch::Tensor HfWeights::get(const std::string& name, std::vector<int64_t> shape) {
   torch::Tensor t;
   if (!archive_.try_read(name, t)) throw DataError(path_ + ": has no tensor '" + name + "'");

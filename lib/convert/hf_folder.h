@@ -30,6 +30,8 @@ class HfWeights {
 
   const std::string& path() const { return path_; }
   bool has(const std::string& name) const { return archive_.contains(name); }
+  // The shape of tensor `name` as the file declares it (nothing copied). DataError naming the file when absent.
+  std::vector<int64_t> shape(const std::string& name) const;
   // A float copy of tensor `name` with the given shape. DataError naming the file otherwise.
   torch::Tensor get(const std::string& name, std::vector<int64_t> shape);
   void ignore(const std::string& name) { used_.insert(name); }

@@ -46,14 +46,17 @@ class VocabularyTable {
       if (pieces_[id].empty()) {
         pieces_[id] = "<parla:unused:" + std::to_string(id) + ">";
         controls_.insert(pieces_[id]);
+        ++unnamed_;
       }
     return pieces_;
   }
+  size_t unnamed() const { return unnamed_; }
   const std::set<std::string>& controls() const { return controls_; }
 
  private:
   std::vector<std::string> pieces_;
   std::set<std::string> controls_;
+  size_t unnamed_ = 0;
 };
 
 bool is_plain_special(const std::string& piece) {
@@ -101,6 +104,14 @@ ImportedModel read_hf_m2m100(const std::string& dir) {
   cfg.output_bias = false;
   cfg.share_embeddings = true;
   cfg.decoder_start = DecoderStart::kEos;
+
+  // The weights' file first: config.json's vocab_size must be the embedding table's rows, which the file holds,
+  // before a table of that many entries is made.
+  HfWeights w(dir, "AutoModelForSeq2SeqLM");
+  const std::string embed = w.has("model.shared.weight") ? "model.shared.weight" : "model.encoder.embed_tokens.weight";
+  if (w.shape(embed) != std::vector<int64_t>{vocab, d})
+    throw DataError(w.path() + ": tensor '" + embed + "' has shape " + c10::str(c10::IntArrayRef(w.shape(embed))) +
+                    ", config.json says [" + std::to_string(vocab) + ", " + std::to_string(d) + "]");
 
   // The vocabulary: the base (M2M-100's vocab.json, or NLLB's tokenizer.json), then the added tokens.
   VocabularyTable table(vocab);
@@ -150,6 +161,11 @@ ImportedModel read_hf_m2m100(const std::string& dir) {
       throw DataError(dir + ": no file of the folder names token " + std::to_string(id) +
                       " (vocab.json or tokenizer.json, with tokenizer_config.json)");
   const auto pieces = table.finish();
+  // A few spare rows are normal (M2M-100 has 8); a vocab_size far beyond what the files name is not a model.
+  constexpr size_t kMaxUnnamed = 1024;
+  if (table.unnamed() > kMaxUnnamed)
+    throw DataError(config_path + ": vocab_size " + std::to_string(vocab) + ", but the tokenizer files name only " +
+                    std::to_string(pieces.size() - table.unnamed()) + " tokens");
   const int64_t unk = hf_piece_id(pieces, "<unk>", dir), bos = hf_piece_id(pieces, "<s>", dir);
   if (pieces[static_cast<size_t>(eos)] != "</s>" || pieces[static_cast<size_t>(pad)] != "<pad>")
     throw DataError(config_path + ": eos_token_id and pad_token_id are not the vocabulary's </s> and <pad>");
@@ -180,13 +196,11 @@ ImportedModel read_hf_m2m100(const std::string& dir) {
   m.tgt_spm = m.src_spm;
 
   // Weights.
-  HfWeights w(dir, "AutoModelForSeq2SeqLM");
   auto permuted = [&](const torch::Tensor& t) { return t.index_select(0, torch::tensor(order, torch::kLong)); };
-  const std::string embed = w.has("model.shared.weight") ? "model.shared.weight" : "model.encoder.embed_tokens.weight";
   auto table_weights = w.get(embed, {vocab, d});
   m.weights["tgt_embed.weight"] = permuted(table_weights);
   for (const char* alias : {"model.shared.weight", "model.encoder.embed_tokens.weight", "model.decoder.embed_tokens.weight"})
-    if (w.has(alias)) {
+    if (alias != embed && w.has(alias)) {  // a copy stored beside the table must be the table
       if (!w.get(alias, {vocab, d}).equal(table_weights))
         throw DataError(w.path() + ": " + alias + " differs from " + embed + "; M2M-100 shares one embedding table");
     }

@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <iomanip>
 #include <map>
 #include <optional>
@@ -17,6 +18,7 @@
 
 #include "decode/search.h"
 #include "models/checkpoint.h"
+#include "models/tensor_archive.h"
 #include "support/files.h"
 #include "support/python.h"
 #include "support/run.h"
@@ -190,6 +192,47 @@ TEST_CASE("an M2M-100 folder imports to a checkpoint that tokenizes, scores, sea
   REQUIRE(s.exit_code == 0);
   CHECK(parla::testing::split_lines(translate(f->checkpoint, {"--shortlist", shortlist})).size() ==
         f->reference["texts"].size());
+}
+
+TEST_CASE("an M2M-100 folder whose vocab_size the weights or the tokenizer files do not back is refused before "
+          "a table of that size is made", "[python]") {
+  TempDir tmp("hf-m2m100-bad");
+  auto f = make_m2m_fixture(tmp, "m2m100", 0);
+  if (!f) return;
+  namespace fs = std::filesystem;
+  auto damaged = [&](const std::string& name, const std::function<void(const std::string&)>& damage) {
+    const std::string dir = tmp.file(name);
+    fs::copy(f->dir, dir);
+    damage(dir);
+    return dir;
+  };
+  auto set_vocab_size = [](const std::string& dir, int64_t n) {
+    std::ifstream in(dir + "/config.json");
+    auto j = nlohmann::json::parse(in);
+    j["vocab_size"] = n;
+    std::ofstream(dir + "/config.json") << j.dump();
+  };
+  // Two billion ids claimed: refused on the embedding's shape, at once (a table of that size would take 64 GB).
+  const auto huge = damaged("huge", [&](const std::string& dir) { set_vocab_size(dir, 2000000000); });
+  auto r = parla::testing::run("parla-convert", {"hf", huge, "-o", tmp.file("huge.pt")});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("model.safetensors") && Catch::Contains("2000000000"));
+  CHECK_FALSE(fs::exists(tmp.file("huge.pt")));
+  // Weights that do have 5,000 more rows than the tokenizer files name: refused naming config.json.
+  const auto unnamed = damaged("unnamed", [&](const std::string& dir) {
+    auto a = parla::models::TensorArchive::load(dir + "/model.safetensors");
+    torch::Tensor table;
+    REQUIRE(a.try_read("model.shared.weight", table));
+    auto bigger = torch::cat({table, torch::zeros({5000, table.size(1)})});
+    a.write("model.shared.weight", bigger);
+    a.save(dir + "/model.safetensors.new");
+    fs::rename(dir + "/model.safetensors.new", dir + "/model.safetensors");
+    set_vocab_size(dir, bigger.size(0));
+  });
+  r = parla::testing::run("parla-convert", {"hf", unnamed, "-o", tmp.file("unnamed.pt")});
+  CHECK(r.exit_code == 1);
+  CHECK_THAT(r.err, Catch::Contains("config.json") && Catch::Contains("name only"));
+  CHECK_FALSE(fs::exists(tmp.file("unnamed.pt")));
 }
 
 TEST_CASE("an NLLB-200 folder (tokenizer.json, codes like deu_Latn) imports and computes as transformers does",
