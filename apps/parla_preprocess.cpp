@@ -38,7 +38,8 @@ int parla_preprocess_main(int argc, char** argv) {
     if (const auto& ckpt = config.vocab.from_checkpoint; !ckpt.empty()) {
       const auto meta = parla::models::read_meta(ckpt);
       options.vocab = parla::data::ExistingVocab{parla::models::source_vocab(meta, ckpt),
-                                                 parla::models::target_vocab(meta, ckpt), ckpt};
+                                                 parla::models::target_vocab(meta, ckpt), ckpt, meta.control_pieces,
+                                                 meta.languages};
     }
     parla::data::preprocess(config, options);
     return 0;

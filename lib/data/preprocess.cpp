@@ -20,6 +20,7 @@
 #include "data/held_out_split.h"
 #include "core/output_file.h"
 #include "data/token_dataset_writer.h"
+#include "text/language_codes.h"
 #include "text/line_reader.h"
 #include "text/parallel_corpus_filter.h"
 #include "text/sentencepiece_training.h"
@@ -142,11 +143,18 @@ struct SplitWriters {
   uint64_t src_unk = 0, tgt_unk = 0;
 };
 
+// The language tokens that start every source and target (a multilingual model's, ExistingVocab), or -1.
+struct LanguagePrefix {
+  int src = -1, tgt = -1;
+  nlohmann::json languages;  // for meta.json: the model's languages, "source" and "target" the corpus's; or null
+};
+
 // Pass 4: encodes pairs of a cleaned text file pair with `threads` workers and routes each to the writers
 // `route(i)` names (nullptr skips the pair). Output order is input order, whatever the thread count.
 template <class Route>
 void encode_pairs(const std::string& src_path, const std::string& tgt_path, const SentencePieceVocab& src_vocab,
-                  const SentencePieceVocab& tgt_vocab, int threads, Route route, Progress& progress) {
+                  const SentencePieceVocab& tgt_vocab, const LanguagePrefix& prefix, int threads, Route route,
+                  Progress& progress) {
   LineReader rs(src_path), rt(tgt_path);
   const size_t block = 4096 * static_cast<size_t>(threads);
   std::vector<std::string> src(block), tgt(block);
@@ -165,6 +173,8 @@ void encode_pairs(const std::string& src_path, const std::string& tgt_path, cons
         for (size_t i = n * w / threads; i < n * (w + 1) / threads; ++i) {
           src_ids[i] = src_vocab.encode(src[i]);
           tgt_ids[i] = tgt_vocab.encode(tgt[i]);
+          if (prefix.src >= 0) src_ids[i].insert(src_ids[i].begin(), prefix.src);
+          if (prefix.tgt >= 0) tgt_ids[i].insert(tgt_ids[i].begin(), prefix.tgt);
         }
       } catch (...) {
         errors[w] = std::current_exception();
@@ -460,12 +470,45 @@ HeldOutSplit split_held_out(const Config& cfg, const std::optional<ExistingVocab
 // Pass 3's result: the vocabularies and how meta.json describes them.
 struct DatasetVocabs {
   std::optional<SentencePieceVocab> src, tgt;
+  LanguagePrefix prefix;
   nlohmann::json meta;
 };
 
+// Before any pass: a multilingual model's codes of the corpus's two languages (vocab.src_lang_code / tgt_lang_code,
+// else data.src_lang / tgt_lang) and their tokens. A model without codes refuses a code given.
+LanguagePrefix resolve_language_prefix(const Config& cfg, const std::optional<ExistingVocab>& existing) {
+  LanguagePrefix out;
+  if (!existing) return out;
+  const VocabConfig& vc = cfg.vocab;
+  const bool multilingual = !existing->languages.value("codes", nlohmann::json::object()).empty();
+  const std::string src_code = vc.src_lang_code.empty() && multilingual ? cfg.data.src_lang : vc.src_lang_code;
+  const std::string tgt_code = vc.tgt_lang_code.empty() && multilingual ? cfg.data.tgt_lang : vc.tgt_lang_code;
+  auto token = [&](const std::string& code, const std::string& given, const char* key, const char* data_key,
+                   const char* flag, const SentencePieceVocab& vocab) {
+    try {
+      return text::language_token_id(existing->languages, code, "", std::string("vocab.") + key, vocab);
+    } catch (const ConfigError& e) {
+      if (!given.empty()) throw;
+      throw ConfigError(std::string(e.what()) + " (vocab." + key + " was not given, so data." + data_key +
+                        " was tried; give the model's code with " + flag + ")");
+    }
+  };
+  out.src = token(src_code, vc.src_lang_code, "src_lang_code", "src_lang", "--src-lang-code", existing->src);
+  out.tgt = token(tgt_code, vc.tgt_lang_code, "tgt_lang_code", "tgt_lang", "--tgt-lang-code", existing->tgt);
+  if (out.src >= 0) {
+    // The dataset's pair becomes the default of the checkpoints trained on it.
+    out.languages = existing->languages;
+    out.languages["source"] = src_code;
+    out.languages["target"] = tgt_code;
+    spdlog::info("vocab: sources start with the token of '{}', targets with that of '{}'", src_code, tgt_code);
+  }
+  return out;
+}
+
 // Pass 3: SentencePiece, trained here on the sampled sentences (which it frees) or given; writes the model files.
-DatasetVocabs build_vocabs(const Config& cfg, const std::optional<ExistingVocab>& existing, HeldOutSplit& held,
-                           int threads, const StagingDirectory& stage) {
+DatasetVocabs build_vocabs(const Config& cfg, const std::optional<ExistingVocab>& existing,
+                           const LanguagePrefix& languages, HeldOutSplit& held, int threads,
+                           const StagingDirectory& stage) {
   const std::string& S = cfg.data.src_lang;
   const std::string& T = cfg.data.tgt_lang;
   const VocabConfig& vc = cfg.vocab;
@@ -473,6 +516,7 @@ DatasetVocabs build_vocabs(const Config& cfg, const std::optional<ExistingVocab>
   auto& sample_src = held.sample_src;
   auto& sample_tgt = held.sample_tgt;
   DatasetVocabs out;
+  out.prefix = languages;
   auto& src_vocab_ = out.src;
   auto& tgt_vocab_ = out.tgt;
   const bool joint = existing ? existing->src.serialized() == existing->tgt.serialized() &&
@@ -514,7 +558,11 @@ DatasetVocabs build_vocabs(const Config& cfg, const std::optional<ExistingVocab>
                                {"tgt_size", tgt_vocab.size()},
                                {"special_ids", {{"pad", parla::kPadId}, {"unk", parla::kUnkId}, {"bos", parla::kBosId},
                                                 {"eos", parla::kEosId}}}};
-  if (existing) vocab_meta["from_checkpoint"] = fs::absolute(existing->origin).string();
+  if (existing) {
+    vocab_meta["from_checkpoint"] = fs::absolute(existing->origin).string();
+    if (!existing->control_pieces.empty()) vocab_meta["control_pieces"] = existing->control_pieces;
+    if (!languages.languages.empty()) vocab_meta["languages"] = languages.languages;
+  }
   if (!src_vocab.pieces().empty()) vocab_meta["src_pieces"] = src_name + ".pieces.json";
   if (!tgt_vocab.pieces().empty()) vocab_meta["tgt_pieces"] = tgt_name + ".pieces.json";
   return out;
@@ -551,13 +599,13 @@ EncodedSplits encode_splits(const DataConfig& data, const DatasetVocabs& vocabs,
   if (valid_files) total += stats["inputs"]["valid"]["pairs_kept"].get<uint64_t>();
   if (test_files) total += stats["inputs"]["test"]["pairs_kept"].get<uint64_t>();
   Progress enc("encode", "pair", total);
-  encode_pairs(stage.file("corpus.clean." + S), stage.file("corpus.clean." + T), src_vocab, tgt_vocab, threads,
+  encode_pairs(stage.file("corpus.clean." + S), stage.file("corpus.clean." + T), src_vocab, tgt_vocab, vocabs.prefix, threads,
                [&](uint64_t i) { return &writers[static_cast<int>(splits[i])]; }, enc);
   if (valid_files)
-    encode_pairs(stage.file("valid." + S), stage.file("valid." + T), src_vocab, tgt_vocab, threads,
+    encode_pairs(stage.file("valid." + S), stage.file("valid." + T), src_vocab, tgt_vocab, vocabs.prefix, threads,
                  [&](uint64_t) { return &writers[1]; }, enc);
   if (test_files)
-    encode_pairs(stage.file("test." + S), stage.file("test." + T), src_vocab, tgt_vocab, threads,
+    encode_pairs(stage.file("test." + S), stage.file("test." + T), src_vocab, tgt_vocab, vocabs.prefix, threads,
                  [&](uint64_t) { return &writers[2]; }, enc);
   enc.finish();
   nlohmann::json& split_meta = out.meta;
@@ -585,6 +633,7 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   DataConfig& data = cfg.data;
   if (data.dir.empty()) throw ConfigError("no output directory: give -o DIR (data.dir)");
   PreprocessInputs in = resolve_inputs(data);
+  const LanguagePrefix languages = resolve_language_prefix(cfg, options.vocab);
   int threads = cfg.runtime.threads > 0 ? cfg.runtime.threads
                                            : static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const std::string& S = data.src_lang;
@@ -597,7 +646,7 @@ PreprocessResult preprocess(const Config& config_in, const PreprocessOptions& op
   const FilterStats train_stats = clean_inputs(data, stage, in, stats, inputs);
   const uint64_t n = train_stats.kept;
   HeldOutSplit held = split_held_out(cfg, options.vocab, n, stage, in);
-  const DatasetVocabs vocabs = build_vocabs(cfg, options.vocab, held, threads, stage);
+  const DatasetVocabs vocabs = build_vocabs(cfg, options.vocab, languages, held, threads, stage);
   const EncodedSplits encoded = encode_splits(data, vocabs, held, in, n, threads, stats, stage);
   stats["splits"] = encoded.meta;
 

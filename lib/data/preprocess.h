@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -23,6 +24,11 @@ namespace parla::data {
 struct ExistingVocab {
   text::SentencePieceVocab src, tgt;
   std::string origin;  // where they come from, for meta.json and the log
+  // A multilingual model's (models::ModelMeta): its control pieces, and its language codes, of which
+  // vocab.src_lang_code / tgt_lang_code (or data.src_lang / tgt_lang) name the corpus's; their tokens then start
+  // every source and target, as the model's tokenizer places them.
+  std::vector<std::string> control_pieces;
+  nlohmann::json languages = nlohmann::json::object();
 };
 
 struct PreprocessOptions {

@@ -169,6 +169,10 @@ DatasetInfo read_dataset_info(const std::string& dir) {
     const auto& vocab = info.meta["vocab"];
     for (auto [key, pieces] : {std::pair{"src_pieces", &info.src_pieces}, std::pair{"tgt_pieces", &info.tgt_pieces}})
       if (vocab.contains(key)) *pieces = read_piece_table(dir + "/" + vocab[key].get<std::string>());
+    info.control_pieces = vocab.value("control_pieces", std::vector<std::string>{});
+    info.languages = vocab.value("languages", nlohmann::json::object());
+    if (!info.languages.is_object() || !info.languages.value("codes", nlohmann::json::object()).is_object())
+      throw DataError("'" + path + "': malformed: key 'vocab.languages' is not an object of codes");
   } catch (const nlohmann::json::exception& e) {
     throw DataError("'" + path + "': malformed: " + e.what());
   }
@@ -176,19 +180,24 @@ DatasetInfo read_dataset_info(const std::string& dir) {
 }
 
 namespace {
-text::SentencePieceVocab dataset_vocab(const std::string& spm_path, const std::vector<std::string>& pieces) {
+text::SentencePieceVocab dataset_vocab(const std::string& spm_path, const std::vector<std::string>& pieces,
+                                       const std::vector<std::string>& controls) {
   if (pieces.empty()) return text::SentencePieceVocab::load(spm_path);
   const std::string proto = formats::read_bounded_file(spm_path, 64u << 20);
   try {
-    return text::SentencePieceVocab::from_serialized(proto, pieces);
+    return text::SentencePieceVocab::from_serialized(proto, pieces, controls);
   } catch (const DataError& e) {
     throw DataError("'" + spm_path + "' with its piece table: " + e.what());
   }
 }
 }  // namespace
 
-text::SentencePieceVocab source_vocab(const DatasetInfo& info) { return dataset_vocab(info.src_spm_path, info.src_pieces); }
-text::SentencePieceVocab target_vocab(const DatasetInfo& info) { return dataset_vocab(info.tgt_spm_path, info.tgt_pieces); }
+text::SentencePieceVocab source_vocab(const DatasetInfo& info) {
+  return dataset_vocab(info.src_spm_path, info.src_pieces, info.control_pieces);
+}
+text::SentencePieceVocab target_vocab(const DatasetInfo& info) {
+  return dataset_vocab(info.tgt_spm_path, info.tgt_pieces, info.control_pieces);
+}
 
 ParallelSplit open_split(const DatasetInfo& info, const std::string& split) {
   if (split != "train" && split != "valid" && split != "test")

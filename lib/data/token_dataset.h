@@ -53,6 +53,10 @@ struct DatasetInfo {
   // The piece of each id when the ids are not the SentencePiece models' own (a dataset encoded with an imported
   // model's vocabularies, vocab.from_checkpoint); empty otherwise.
   std::vector<std::string> src_pieces, tgt_pieces;
+  // A multilingual model's (models::ModelMeta): its control pieces, and its languages with the dataset's pair as
+  // "source" and "target" (whose tokens start every source and target); empty otherwise.
+  std::vector<std::string> control_pieces;
+  nlohmann::json languages = nlohmann::json::object();
   nlohmann::json meta;                     // the whole meta.json
 };
 

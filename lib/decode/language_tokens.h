@@ -4,7 +4,6 @@
 // the target language's is forced first, then the pieces of decoding.target_prefix. The codes are the model's own
 // (models::ModelMeta::languages: {"codes": {code: piece}, "source": code, "target": code}).
 #include <cstdint>
-#include <map>
 #include <string>
 #include <vector>
 
@@ -19,9 +18,6 @@ struct LanguageTokens {
   int source = -1;                     // source id placed before the pieces, or -1
   std::vector<int64_t> target_prefix;  // SearchOptions::target_prefix
 };
-
-// Every language code of the model and its token's id in `vocab` (empty for a model without languages).
-std::map<std::string, int> language_ids(const nlohmann::json& languages, const text::SentencePieceVocab& vocab);
 
 // From the checkpoint's `languages` and decoding.source_lang / target_lang / target_prefix. ConfigError naming the
 // key and listing the valid codes for a code the model lacks, or a language given to a model without languages.

@@ -27,6 +27,7 @@
 #include "decode/ensemble.h"
 #include "decode/input_sanitizer.h"
 #include "decode/language_tokens.h"
+#include "text/language_codes.h"
 #include "decode/lexical_shortlist.h"
 #include "decode/maxi_batch.h"
 #include "decode/sampling.h"
@@ -85,7 +86,7 @@ Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, text::Senten
   max_chars_ = static_cast<size_t>(cfg.max_input_chars > 0 ? cfg.max_input_chars : max_input_ * kCharsPerPiece);
   const auto tokens = resolve_language_tokens(languages, cfg, src_vocab_, tgt_vocab_);
   source_language_ = tokens.source;
-  language_ids_ = decode::language_ids(languages, src_vocab_);
+  language_ids_ = text::language_ids(languages, src_vocab_);
   options_.target_prefix = tokens.target_prefix;
   if (source_language_ >= 0 && max_input_ > 1) --max_input_;  // the language token takes a position
   if (!cfg.shortlist.empty()) {

@@ -61,8 +61,10 @@ void check_fine_tuning_start(const models::ModelMeta& meta, const std::string& p
     throw ConfigError("training.init_from '" + path + "': the model config differs (a fine-tuning run keeps the "
                       "checkpoint's architecture):" + diffs);
   // The dataset's ids must mean what the checkpoint's embeddings were trained on.
-  const bool same = src_spm == meta.src_spm && tgt_spm == meta.tgt_spm &&
-                    info.src_pieces == meta.src_pieces && info.tgt_pieces == meta.tgt_pieces;
+  const bool same = src_spm == meta.src_spm && tgt_spm == meta.tgt_spm && info.src_pieces == meta.src_pieces &&
+                    info.tgt_pieces == meta.tgt_pieces && info.control_pieces == meta.control_pieces &&
+                    info.languages.value("codes", nlohmann::json::object()) ==
+                        meta.languages.value("codes", nlohmann::json::object());
   if (!same)
     throw ConfigError("training.init_from '" + path + "': dataset '" + info.dir + "' was not encoded with the "
                       "checkpoint's vocabularies; run parla-preprocess with --vocab-from " + path);

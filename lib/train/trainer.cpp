@@ -271,6 +271,8 @@ struct Trainer::Impl {
     meta.tgt_spm = tgt_spm;
     meta.src_pieces = info.src_pieces;
     meta.tgt_pieces = info.tgt_pieces;
+    meta.control_pieces = info.control_pieces;
+    meta.languages = info.languages;
     meta.info = info_json();
     std::string last = save_dir + "/checkpoint_last.pt";
     models::save_checkpoint(last, *model, meta, [&](models::TensorArchive& a) {

@@ -12,6 +12,7 @@
 #include "models/checkpoint.h"
 #include "models/factory.h"
 #include "train/label_smoothed_cross_entropy.h"
+#include "text/language_codes.h"
 #include "train/validator.h"
 
 namespace parla::train {
@@ -56,6 +57,9 @@ TranslationTask::TranslationTask(const Config& cfg, const data::DatasetInfo& inf
                       std::to_string(valid_->tgt.size()) + " sentences");
     for (int64_t id : valid_ids_) valid_refs_.push_back(refs[static_cast<size_t>(id)]);
     tgt_vocab_ = data::target_vocab(info);
+    // A multilingual model's targets start with their language's token, forced as parla-translate forces it.
+    const int language = text::language_token_id(info.languages, "", "target", "vocab.tgt_lang_code", *tgt_vocab_);
+    if (language >= 0) valid_target_prefix_ = {language};
   }
 }
 
@@ -81,6 +85,7 @@ ValidationResult TranslationTask::validate(const torch::Device& device) {
     options.beam_size = cfg_.training.valid_beam_size;
     options.n_best = 1;
     options.sampling = false;
+    options.target_prefix = valid_target_prefix_;
     auto hyps = translate_split(*model_, valid_->src, valid_ids_, *tgt_vocab_, options,
                                 std::max(cfg_.training.batch_tokens, 256), device);
     r.bleu = corpus_bleu(hyps, valid_refs_);

@@ -41,6 +41,7 @@ class TranslationTask : public Task {
   std::vector<int64_t> valid_ids_;
   std::vector<std::string> valid_refs_;
   std::optional<text::SentencePieceVocab> tgt_vocab_;
+  std::vector<int64_t> valid_target_prefix_;  // a multilingual model's target language token, forced
 };
 
 // Lengths of every sentence of a dataset side.

@@ -52,7 +52,9 @@ scores); with length_penalty 0 this equals "score" up to float error.
 
 --texts N adds "texts": N source lines (random.Random(seed), training words and a few unknown ones) with "source",
 "src_ids", "greedy_ids", "greedy_text" = tokenizer.decode(greedy_ids, skip_special_tokens=True), and of the beam-4
-hypotheses the best by "logprob": "beam_text" and "beam_logprob"; and OUT_DIR/sources.txt, the sources one a line."""
+hypotheses the best by "logprob": "beam_text" and "beam_logprob"; "target", the source's words reversed, and
+"target_ids", the tokenizer's labels for it (tok(text_target=target): the target language's token, the pieces,
+</s>); and OUT_DIR/sources.txt, the sources one a line."""
 import argparse
 import io
 import json
@@ -326,7 +328,9 @@ def main():
             src = tok(line).input_ids
             greedy, beam = run(src)
             best_logprob, best = max((sequence_logprob(src, h), h) for h, _ in beam)
-            texts.append({"source": line, "src_ids": src, "greedy_ids": greedy,
+            target = " ".join(reversed(line.split()))
+            texts.append({"source": line, "src_ids": src, "target": target,
+                          "target_ids": tok(text_target=target).input_ids, "greedy_ids": greedy,
                           "greedy_text": tok.decode(greedy, skip_special_tokens=True),
                           "beam_text": tok.decode(best, skip_special_tokens=True), "beam_logprob": best_logprob})
         reference["texts"] = texts

@@ -35,12 +35,25 @@ const config::SectionSchema<VocabConfig>& VocabConfig::schema() {
           "newly trained SentencePiece models, so that `training.init_from` can fine-tune it; the other `vocab` "
           "keys are then unused.")
         .flag("--vocab-from");
+    s.add("src_lang_code", &VocabConfig::src_lang_code,
+          "With a multilingual `vocab.from_checkpoint` (M2M-100, NLLB-200): the model's code of the source side (e.g. "
+          "`eng_Latn`), whose token starts every source as the model's tokenizer places it; empty: `data.src_lang`.")
+        .flag("--src-lang-code");
+    s.add("tgt_lang_code", &VocabConfig::tgt_lang_code,
+          "With a multilingual `vocab.from_checkpoint`: the model's code of the target side (e.g. `deu_Latn`), whose "
+          "token starts every target (the decoder is trained to produce it after </s>, and it is forced when "
+          "translating); empty: `data.tgt_lang`.")
+        .flag("--tgt-lang-code");
     s.on_finalize([](VocabConfig& v, const std::set<std::string>&) {
       for (const auto& sym : v.user_defined_symbols) {
         if (sym.empty() || sym.find_first_of(", \t\n") != std::string::npos)
           throw ConfigError("key 'vocab.user_defined_symbols': symbol '" + sym +
                             "' is empty or contains a comma or whitespace");
       }
+      for (const auto& [key, code] : {std::pair{"src_lang_code", &v.src_lang_code}, std::pair{"tgt_lang_code", &v.tgt_lang_code}})
+        if (!code->empty() && v.from_checkpoint.empty())
+          throw ConfigError(std::string("key 'vocab.") + key + "' names a language token of a multilingual model, "
+                            "which only vocab.from_checkpoint (--vocab-from) gives");
     });
     return s;
   }();

@@ -25,6 +25,9 @@ struct VocabConfig {
   // A parla checkpoint whose SentencePiece models and piece tables encode the corpus instead of newly trained
   // ones (fine-tuning it, e.g. an imported OPUS-MT model); the other vocab keys are then unused.
   std::string from_checkpoint;
+  // With a multilingual from_checkpoint (M2M-100, NLLB-200): the model's codes of the corpus's two sides, whose
+  // language tokens start every source and target; empty: data.src_lang / data.tgt_lang.
+  std::string src_lang_code, tgt_lang_code;
 
   static const config::SectionSchema<VocabConfig>& schema();
 };
