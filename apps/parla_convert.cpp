@@ -8,7 +8,7 @@
 #include <CLI/CLI.hpp>
 #include <spdlog/spdlog.h>
 
-#include "convert/hf_marian_export.h"
+#include "convert/hf_export.h"
 #include "convert/hf_import.h"
 #include "convert/imported_model.h"
 #include "convert/marian_import.h"
@@ -25,8 +25,9 @@ int parla_convert_main(int argc, char** argv) {
       "                                         source.spm, target.spm, vocab.json)\n"
       "  parla-convert marian DIR -o model.pt   a Marian model as OPUS-MT distributes it (decoder.yml, *.npz,\n"
       "                                         *.vocab.yml, source.spm, target.spm)\n"
-      "  parla-convert to-hf model.pt -o DIR    a post-norm parla Transformer as a MarianMT folder (transformers,\n"
-      "                                         ct2-transformers-converter)\n"
+      "  parla-convert to-hf model.pt -o DIR    a post-norm parla Transformer as a MarianMT folder, an imported\n"
+      "                                         M2M-100 / NLLB-200 model (fine-tuned or not) as its own kind of\n"
+      "                                         folder (transformers, ct2-transformers-converter)\n"
       "CTranslate2 (pre- and post-norm): python tools/export-ctranslate2.py model.pt DIR\n"
       "Imported checkpoints translate, serve and quantize (parla-train quantize) like any other.",
       "parla-convert");
@@ -47,16 +48,17 @@ int parla_convert_main(int argc, char** argv) {
   marian->add_option("-o,--output", marian_out, "Output checkpoint (written atomically)")->required();
 
   std::string to_hf_in, to_hf_out;
-  auto* to_hf = cli.add_subcommand("to-hf", "Export a parla Transformer checkpoint as a Hugging Face MarianMT "
-                                            "folder (post-norm models; pre-norm ones go to CTranslate2)");
+  auto* to_hf = cli.add_subcommand("to-hf", "Export a parla Transformer checkpoint as a Hugging Face folder: "
+                                            "MarianMT for post-norm models, M2M-100 or NLLB-200 for models imported "
+                                            "from those (other pre-norm models go to CTranslate2)");
   to_hf->add_option("checkpoint", to_hf_in, "The checkpoint")->required();
   to_hf->add_option("-o,--output", to_hf_out, "Output folder, which must not exist (written whole or not at all)")
       ->required();
 
   return parla::app::run(cli, flags, argc, argv, [&]() -> int {
     if (to_hf->parsed()) {
-      parla::convert::export_hf_marian(to_hf_in, to_hf_out);
-      spdlog::info("wrote the MarianMT folder '{}' from '{}'", to_hf_out, to_hf_in);
+      const std::string kind = parla::convert::export_hf(to_hf_in, to_hf_out);
+      spdlog::info("wrote the {} folder '{}' from '{}'", kind, to_hf_out, to_hf_in);
     }
     if (marian->parsed()) {
       parla::convert::write_checkpoint(parla::convert::read_marian(marian_dir), marian_dir, marian_out);

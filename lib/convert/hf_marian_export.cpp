@@ -6,10 +6,9 @@
 #include <torch/torch.h>
 
 #include "convert/hf_marian_layout.h"
-#include "core/atomic_file.h"
+#include "convert/hf_folder_writer.h"
 #include "core/config.h"
 #include "core/error.h"
-#include "core/output_file.h"
 #include "models/checkpoint.h"
 #include "models/tensor_archive.h"
 #include "models/transformer.h"
@@ -17,8 +16,6 @@
 namespace parla::convert {
 
 namespace {
-
-namespace fs = std::filesystem;
 
 // The residual-stream permutation that turns interleaved sinusoids into concatenated ones: new dimension k is old
 // dimension order[k] (the sines' columns 0, 2, 4, ..., then the cosines' 1, 3, 5, ...).
@@ -51,16 +48,10 @@ nlohmann::json vocab_json(const std::vector<std::string>& pieces, const std::str
   return j;
 }
 
-void write_text(const fs::path& dir, const std::string& name, const std::string& text) {
-  OutputFile f((dir / name).string());
-  f.write(text);
-  f.close();
-}
-
 }  // namespace
 
 void export_hf_marian(const std::string& checkpoint, const std::string& out) {
-  if (fs::exists(out)) throw UsageError(out + ": exists; give a folder that does not exist yet");
+  if (std::filesystem::exists(out)) throw UsageError(out + ": exists; give a folder that does not exist yet");
   auto loaded = models::load_seq2seq(checkpoint);
   const auto& meta = loaded.meta;
   if (!meta.int8.empty())
@@ -84,7 +75,6 @@ void export_hf_marian(const std::string& checkpoint, const std::string& out) {
   auto params = model->named_parameters(true);
   auto p = [&](const std::string& name) { return params[name].detach().to(torch::kFloat); };
   auto cols = [&](const torch::Tensor& w) { return w.index_select(1, order).contiguous(); };
-  auto rows = [&](const torch::Tensor& w) { return w.index_select(0, order).contiguous(); };
 
   models::TensorArchive st;
   st.write("format", std::string("pt"));
@@ -98,41 +88,7 @@ void export_hf_marian(const std::string& checkpoint, const std::string& out) {
   }
   if (!cfg.tie_output) st.write("lm_head.weight", cols(p("output_weight")));
   st.write("final_logits_bias", (cfg.output_bias ? p("output_bias") : torch::zeros({vt})).view({1, vt}));
-  auto linear_in = [&](const std::string& from, const std::string& to) {  // reads the residual stream
-    st.write(to + ".weight", cols(p(from + ".weight")));
-    st.write(to + ".bias", p(from + ".bias").contiguous());
-  };
-  auto linear_out = [&](const std::string& from, const std::string& to) {  // writes the residual stream
-    st.write(to + ".weight", rows(p(from + ".weight")));
-    st.write(to + ".bias", p(from + ".bias").index_select(0, order).contiguous());
-  };
-  auto norm = [&](const std::string& from, const std::string& to) {
-    st.write(to + ".weight", p(from + ".weight").index_select(0, order).contiguous());
-    st.write(to + ".bias", p(from + ".bias").index_select(0, order).contiguous());
-  };
-  // parla's stacked projections (rows Q; K; V) split into MarianMT's.
-  auto split = [&](const std::string& from, const std::vector<std::string>& parts, const std::string& to) {
-    const auto w = cols(p(from + ".weight")), b = p(from + ".bias");
-    for (size_t k = 0; k < parts.size(); ++k) {
-      st.write(to + "." + parts[k] + "_proj.weight", w.narrow(0, static_cast<int64_t>(k) * d, d).contiguous());
-      st.write(to + "." + parts[k] + "_proj.bias", b.narrow(0, static_cast<int64_t>(k) * d, d).contiguous());
-    }
-  };
-  for (const bool decoder : {false, true}) {
-    const std::string side = decoder ? "decoder" : "encoder";
-    for (int l = 0; l < (decoder ? cfg.decoder_layers : cfg.encoder_layers); ++l) {
-      const std::string from = side + ".layers." + std::to_string(l) + ".",
-                        to = "model." + side + ".layers." + std::to_string(l) + ".";
-      for (const auto& x : hf_marian_layer(decoder)) {
-        switch (x.kind) {
-          case LayerWeight::kStacked: split(from + x.parla, x.parts, to + x.hf); break;
-          case LayerWeight::kReadsResidual: linear_in(from + x.parla, to + x.hf); break;
-          case LayerWeight::kWritesResidual: linear_out(from + x.parla, to + x.hf); break;
-          case LayerWeight::kNorm: norm(from + x.parla, to + x.hf); break;
-        }
-      }
-    }
-  }
+  write_hf_layers(st, params, cfg, order);
 
   const bool bos_start = model->start_id() == parla::kBosId;
   const auto src_pieces = pieces_of(src_vocab, bos_start), tgt_pieces = pieces_of(tgt_vocab, bos_start);
@@ -178,25 +134,18 @@ void export_hf_marian(const std::string& checkpoint, const std::string& out) {
                               {"model_max_length", max_positions}, {"eos_token", "</s>"},
                               {"unk_token", "<unk>"}, {"pad_token", "<pad>"}};
 
-  // Everything goes into a temporary sibling folder (core/atomic_file.h), renamed into place when complete; an
-  // error on the way removes it.
-  AtomicFile folder(out, staging_path(out));
-  const fs::path tmp = folder.temporary();
-  std::error_code ec;
-  fs::remove_all(tmp, ec);
-  if (!fs::create_directory(tmp, ec)) throw IoError(tmp.string() + ": cannot create (" + ec.message() + ")");
-  st.save((tmp / "model.safetensors").string());
-  write_text(tmp, "config.json", config.dump(2) + "\n");
-  write_text(tmp, "generation_config.json", generation.dump(2) + "\n");
-  write_text(tmp, "tokenizer_config.json", tokenizer.dump(2) + "\n");
-  write_text(tmp, "vocab.json", vocab_json(src_pieces, checkpoint).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  HfFolderWriter folder(out);
+  st.save(folder.file("model.safetensors"));
+  folder.text("config.json", config.dump(2) + "\n");
+  folder.text("generation_config.json", generation.dump(2) + "\n");
+  folder.text("tokenizer_config.json", tokenizer.dump(2) + "\n");
+  folder.text("vocab.json", vocab_json(src_pieces, checkpoint).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
   if (separate_vocabs)
-    write_text(tmp, "target_vocab.json",
-               vocab_json(tgt_pieces, checkpoint).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
-  write_text(tmp, "source.spm", meta.src_spm);
-  write_text(tmp, "target.spm", meta.tgt_spm);
-  if ((ec = folder.commit()))
-    throw IoError(out + ": cannot rename the finished folder into place (" + ec.message() + ")");
+    folder.text("target_vocab.json",
+                vocab_json(tgt_pieces, checkpoint).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+  folder.text("source.spm", meta.src_spm);
+  folder.text("target.spm", meta.tgt_spm);
+  folder.commit();
 }
 
 }  // namespace parla::convert

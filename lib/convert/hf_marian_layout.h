@@ -5,6 +5,11 @@
 #include <string>
 #include <vector>
 
+#include <torch/torch.h>
+
+#include "core/config/model_config.h"
+#include "models/tensor_archive.h"
+
 namespace parla::convert {
 
 struct LayerWeight {
@@ -22,5 +27,11 @@ struct LayerWeight {
 
 // The weights of one encoder (decoder = false) or decoder layer, in order.
 const std::vector<LayerWeight>& hf_marian_layer(bool decoder);
+
+// Exporting: every encoder and decoder layer of a parla Transformer (`params`: its named parameters) into `st`
+// under Hugging Face's names (model.encoder.layers.N. ...), as float32, the residual stream's dimensions permuted
+// by `order` (new dimension k is old dimension order[k]; arange(d_model) for none).
+void write_hf_layers(models::TensorArchive& st, const torch::OrderedDict<std::string, torch::Tensor>& params,
+                     const ModelConfig& cfg, const torch::Tensor& order);
 
 }  // namespace parla::convert

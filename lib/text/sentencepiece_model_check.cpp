@@ -210,3 +210,23 @@ void check_sentencepiece_model(const std::string& proto, const std::string& what
 }
 
 }  // namespace parla::text
+
+namespace parla::text {
+
+std::string sentencepiece_precompiled_charsmap(const std::string& proto) {
+  check_sentencepiece_model(proto, "SentencePiece model");
+  std::string charsmap;
+  WireReader r(proto.data(), proto.size());
+  Field f;
+  while (!r.done() && r.next(f)) {
+    if (f.number != 3 || f.wire_type != 2) continue;  // the NormalizerSpec; the last one wins, as protobuf reads it
+    charsmap.clear();
+    WireReader n(f.data, f.size);
+    Field g;
+    while (!n.done() && n.next(g))
+      if (g.number == 2 && g.wire_type == 2) charsmap.assign(g.data, g.size);
+  }
+  return charsmap;
+}
+
+}  // namespace parla::text

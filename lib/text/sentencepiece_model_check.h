@@ -19,6 +19,10 @@ constexpr size_t kMaxCharsmapReplacementBytes = 1024;
 // denormalizer charsmap whose trie can be walked outside its array or to a replacement outside its strings.
 void check_sentencepiece_model(const std::string& proto, const std::string& what);
 
+// The normalizer's precompiled charsmap (NormalizerSpec.precompiled_charsmap: what Hugging Face's tokenizers
+// call Precompiled), "" when the model has none. DataError as check_sentencepiece_model for malformed bytes.
+std::string sentencepiece_precompiled_charsmap(const std::string& proto);
+
 // The charsmap check alone (NormalizerSpec.precompiled_charsmap): "" when sound, else what is wrong.
 std::string charsmap_problem(const std::string& charsmap);
 

@@ -20,47 +20,18 @@
 #include "models/checkpoint.h"
 #include "models/tensor_archive.h"
 #include "support/files.h"
+#include "support/hf_m2m100_fixture.h"
 #include "support/python.h"
 #include "support/run.h"
 #include "support/temp_dir.h"
 #include "text/special_ids.h"
 
+using parla::testing::M2mFixture;
+using parla::testing::make_m2m_fixture;
+using parla::testing::parla_ids;
 using parla::testing::TempDir;
 
 namespace {
-
-struct M2mFixture {
-  std::string dir, checkpoint;
-  nlohmann::json reference;
-  std::map<int64_t, int64_t> to_parla;  // the folder's ids -> the checkpoint's
-};
-
-std::optional<M2mFixture> make_m2m_fixture(const TempDir& tmp, const std::string& kind, int texts) {
-  const std::string python = parla::testing::python_with("transformers");
-  if (python.empty()) return std::nullopt;
-  M2mFixture f{tmp.file(kind), tmp.file(kind + ".pt"), {}, {}};
-  auto r = parla::testing::run(python, {std::string(PARLA_SOURCE_DIR) + "/tests/convert/hf_m2m100_fixture.py", f.dir,
-                                        "--kind", kind, "--texts", std::to_string(texts)});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  std::ifstream in(f.dir + "/reference.json");
-  f.reference = nlohmann::json::parse(in);
-  auto c = parla::testing::run("parla-convert", {"hf", f.dir, "-o", f.checkpoint});
-  INFO(c.err);
-  REQUIRE(c.exit_code == 0);
-  const auto meta = parla::models::read_meta(f.checkpoint);
-  std::map<std::string, int64_t> parla;
-  for (size_t i = 0; i < meta.tgt_pieces.size(); ++i) parla[meta.tgt_pieces[i]] = static_cast<int64_t>(i);
-  const auto& tokens = f.reference["tokenizer"]["id_to_token"];
-  for (size_t id = 0; id < tokens.size(); ++id) f.to_parla[static_cast<int64_t>(id)] = parla.at(tokens[id].get<std::string>());
-  return f;
-}
-
-std::vector<int64_t> parla_ids(const M2mFixture& f, const nlohmann::json& ids) {
-  std::vector<int64_t> out;
-  for (const auto& i : ids) out.push_back(f.to_parla.at(i.get<int64_t>()));
-  return out;
-}
 
 void check_m2m_against_transformers(const M2mFixture& f) {
   auto loaded = parla::models::load_seq2seq(f.checkpoint);

@@ -17,7 +17,7 @@
 #include "models/checkpoint.h"
 #include "support/files.h"
 #include "support/marian_folder.h"
-#include "support/python.h"
+#include "support/hf_m2m100_fixture.h"
 #include "support/run.h"
 #include "support/temp_dir.h"
 
@@ -227,38 +227,9 @@ TEST_CASE("fine-tuning refuses a dataset with other vocabularies and an architec
 
 namespace {
 
-// A multilingual model built by transformers itself (tests/convert/hf_m2m100_fixture.py) and imported; the
-// reference's "texts" hold the tokenizer's ids for each source and for its target (the words reversed).
-struct MultilingualFixture {
-  std::string checkpoint;
-  nlohmann::json reference;
-  std::map<int64_t, int64_t> to_parla;  // the tokenizer's ids -> the checkpoint's
-};
-
-MultilingualFixture import_multilingual(const std::string& python, const TempDir& dir, const std::string& kind) {
-  MultilingualFixture f;
-  const auto folder = dir.file(kind);
-  auto r = run(python, {std::string(PARLA_SOURCE_DIR) + "/tests/convert/hf_m2m100_fixture.py", folder, "--kind", kind,
-                        "--texts", "24"});
-  INFO(r.err);
-  REQUIRE(r.exit_code == 0);
-  std::ifstream in(folder + "/reference.json");
-  f.reference = nlohmann::json::parse(in);
-  f.checkpoint = dir.file(kind + ".pt");
-  auto c = run("parla-convert", {"-q", "hf", folder, "-o", f.checkpoint});
-  INFO(c.err);
-  REQUIRE(c.exit_code == 0);
-  const auto meta = parla::models::read_meta(f.checkpoint);
-  std::map<std::string, int64_t> ids;
-  for (size_t i = 0; i < meta.src_pieces.size(); ++i) ids[meta.src_pieces[i]] = static_cast<int64_t>(i);
-  const auto& tokens = f.reference["tokenizer"]["id_to_token"];
-  for (size_t id = 0; id < tokens.size(); ++id) f.to_parla[static_cast<int64_t>(id)] = ids.at(tokens[id].get<std::string>());
-  return f;
-}
-
 // The tokenizer's ids of a text in the checkpoint's numbering, without the final </s> (which the dataset leaves to
 // the batches).
-std::vector<int64_t> dataset_ids(const MultilingualFixture& f, const nlohmann::json& ids) {
+std::vector<int64_t> dataset_ids(const parla::testing::M2mFixture& f, const nlohmann::json& ids) {
   std::vector<int64_t> out;
   for (const auto& i : ids) out.push_back(f.to_parla.at(i.get<int64_t>()));
   REQUIRE(out.back() == 3);  // parla's </s>
@@ -270,12 +241,12 @@ std::vector<int64_t> dataset_ids(const MultilingualFixture& f, const nlohmann::j
 
 TEST_CASE("an imported M2M-100 or NLLB-200 model fine-tunes: each side starts with its language's token, as the "
           "model's tokenizer places it", "[python]") {
-  const std::string python = parla::testing::python_with("transformers");
-  if (python.empty()) return;
   for (const std::string kind : {"m2m100", "nllb"}) {
     DYNAMIC_SECTION(kind) {
       TempDir dir("fine-tune-" + kind);
-      const auto f = import_multilingual(python, dir, kind);
+      const auto fixture = parla::testing::make_m2m_fixture(dir, kind, 24);
+      if (!fixture) return;
+      const auto& f = *fixture;
       const auto imported = parla::models::read_meta(f.checkpoint);
       const std::string src_code = f.reference["src_lang"], tgt_code = f.reference["tgt_lang"];
       std::vector<std::string> sources, targets;
