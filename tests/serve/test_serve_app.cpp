@@ -22,6 +22,7 @@
 
 #include "support/run.h"
 #include "support/files.h"
+#include "support/hf_m2m100_fixture.h"
 #include "support/marian_folder.h"
 #include "support/temp_dir.h"
 #include "support/tiny_checkpoint.h"
@@ -553,5 +554,70 @@ TEST_CASE("an imported MarianMT model (Marian's piece numbering, decoding from p
   REQUIRE(r.exit_code == 0);
   Server s({"-m", ckpt});
   CHECK(post(s, {{"texts", lines}, {"beam_size", 2}})["translations"] == json(parla::testing::split_lines(r.out)));
+  CHECK(s.stop() == 0);
+}
+
+TEST_CASE("an imported NLLB-200 model is served: requests name source_lang and target_lang, and concurrent requests "
+          "for different languages each get parla-translate's translations", "[serve_app][python]") {
+  TempDir dir("serve-nllb");
+  const auto fixture = parla::testing::make_m2m_fixture(dir, "nllb", 12);
+  if (!fixture) return;
+  const auto& f = *fixture;
+  std::vector<std::string> lines;
+  for (const auto& t : f.reference["texts"]) lines.push_back(t["source"]);
+  // The request's language fields, and parla-translate's flags for the same: the tokenizer's default pair,
+  // another target, another source and target.
+  struct Languages {
+    json fields;
+    std::vector<std::string> flags;
+    std::vector<std::string> expected;
+  };
+  std::vector<Languages> cases = {{json::object(), {}, {}},
+                                  {{{"target_lang", "fra_Latn"}}, {"--target-lang", "fra_Latn"}, {}},
+                                  {{{"source_lang", "fra_Latn"}, {"target_lang", "spa_Latn"}},
+                                   {"--source-lang", "fra_Latn", "--target-lang", "spa_Latn"}, {}}};
+  const auto input = dir.write("in.txt", [&] {
+    std::string text;
+    for (const auto& l : lines) text += l + "\n";
+    return text;
+  }());
+  for (auto& c : cases) {
+    std::vector<std::string> args = {"-q", "-m", f.checkpoint, "-b", "2", "--threads", "1", "-i", input};
+    args.insert(args.end(), c.flags.begin(), c.flags.end());
+    auto r = run("parla-translate", args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    c.expected = parla::testing::split_lines(r.out);
+    REQUIRE(c.expected.size() == lines.size());
+  }
+  CHECK(cases[0].expected != cases[1].expected);  // the languages change the translations
+  CHECK(cases[1].expected != cases[2].expected);
+
+  Server s({"-m", f.checkpoint, "--set", "decoding.beam_size=2", "--set", "serve.max_wait_ms=20"});
+  std::vector<std::thread> clients;
+  std::mutex m;
+  std::vector<std::string> wrong;
+  for (size_t k = 0; k < cases.size(); ++k)
+    for (int half = 0; half < 2; ++half)
+      clients.emplace_back([&, k, half] {
+        auto c = s.client();
+        for (size_t i = static_cast<size_t>(half); i < lines.size(); i += 2) {
+          json body = cases[k].fields;
+          body["text"] = lines[i];
+          auto res = c.Post("/translate", body.dump(), "application/json");
+          const std::string got = res && res->status == 200 ? json::parse(res->body)["translation"].get<std::string>()
+                                                            : "<no answer>";
+          if (got != cases[k].expected[i]) {
+            std::lock_guard<std::mutex> lock(m);
+            wrong.push_back("case " + std::to_string(k) + " line " + std::to_string(i) + ": " + got);
+          }
+        }
+      });
+  for (auto& t : clients) t.join();
+  INFO((wrong.empty() ? std::string() : wrong.front()));
+  CHECK(wrong.empty());
+  // A code the model lacks is a 400 naming the field and listing valid codes.
+  auto bad = post(s, {{"text", lines[0]}, {"target_lang", "xx_Latn"}}, 400);
+  CHECK_THAT(bad["error"].get<std::string>(), Catch::Contains("target_lang") && Catch::Contains("deu_Latn"));
   CHECK(s.stop() == 0);
 }
