@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# parla-translate with LibTorch's fp32 products (PARLA_PACKED_FP32=0) against the packed ones (=1), alternating,
+# parla-translate with LibTorch's fp32 products (runtime.packed_fp32 off) against the packed ones (on), alternating,
 # per thread layout; prints target tokens/s min / median / max of each and whether the outputs were identical.
 #   bash bench/packed_fp32_ab.sh [BIN] [CHECKPOINT] [INPUT] [ROUNDS]
 # Defaults: build-unity/bin, the shared Multi30k model, test_2016_flickr.en (batch 1 on its first 200 lines), 3.
@@ -20,8 +20,10 @@ for ((r = 1; r <= ROUNDS; r++)); do
   for s in "${settings[@]}"; do
     read -r name in beam batch threads workers <<< "$s"
     for v in 0 1; do
-      rate=$(PARLA_PACKED_FP32=$v "$BIN/parla-translate" -m "$MODEL" -i "$in" -o "$work/$name.$v" -b "$beam" \
-             --batch-size "$batch" --threads "$threads" --inter-threads "$workers" 2>&1 |
+      choice=off; [ "$v" = 1 ] && choice=on
+      rate=$("$BIN/parla-translate" -m "$MODEL" -i "$in" -o "$work/$name.$v" -b "$beam" \
+             --batch-size "$batch" --threads "$threads" --inter-threads "$workers" \
+             --set runtime.packed_fp32=$choice 2>&1 |
              grep -o '[0-9]* target tokens/s' | cut -d' ' -f1)
       echo "$name $v $rate" >> "$work/rates"
     done

@@ -15,6 +15,7 @@
 #include <omp.h>
 #include <oneapi/dnnl/dnnl.hpp>
 
+#include "core/config/runtime_config.h"
 #include "kernels/int8_vnni_rows.h"
 
 namespace parla::kernels::int8 {
@@ -210,14 +211,15 @@ void unpack_row(const PackedWeights& b, int64_t row, int8_t* out) {
   for (int64_t i = 0; i < p.k / 4; ++i) std::memcpy(out + 4 * i, at + 256 * i, 4);
 }
 
+bool on_panels(int64_t m, const PackedWeights& b) {
+  // runtime.int8_panels false leaves every product to oneDNN, to compare.
+  return applied_runtime().int8_panels && b.panels.data &&
+         (m <= kPanelRows || (m <= kPanelRowsSmall && b.n * b.k <= kPanelSmallWeights));
+}
+
 void gemm_u8s8s32(int64_t m, const uint8_t* a, const PackedWeights& b, int32_t* acc) {
   if (m == 0 || b.n == 0) return;
-  // PARLA_INT8_PANELS=0 in the environment leaves every product to oneDNN, to compare.
-  static const bool panels = [] {
-    const char* v = std::getenv("PARLA_INT8_PANELS");
-    return !(v && std::string(v) == "0");
-  }();
-  if (panels && b.panels.data && (m <= kPanelRows || (m <= kPanelRowsSmall && b.n * b.k <= kPanelSmallWeights))) {
+  if (on_panels(m, b)) {
     gemm_vnni_rows(m, a, b.panels, acc, m * b.k * b.n >= kParallelMacs && omp_get_max_threads() > 1);
     return;
   }

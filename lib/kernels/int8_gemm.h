@@ -50,6 +50,9 @@ void unpack_row(const PackedWeights& b, int64_t row, int8_t* out);
 // acc [m, n] = a [m, k] (uint8, row-major) times b^T: up to 32 rows (64 for weights of at most 4 MiB) on the panel
 // kernel where b has panels, else oneDNN's product (the same integers either way).
 void gemm_u8s8s32(int64_t m, const uint8_t* a, const PackedWeights& b, int32_t* acc);
+// Whether gemm_u8s8s32 multiplies m rows by b on the panel kernel (few rows, b has panels, runtime.int8_panels)
+// rather than with oneDNN.
+bool on_panels(int64_t m, const PackedWeights& b);
 
 // In place, over a buffer of m * n 4-byte values that holds int32 acc[r, c] and receives float
 // y[r, c] = (acc[r, c] - offset * column_sum[c]) * row_scale[r] * column_scale[c] + bias[c] (bias may be null):

@@ -5,6 +5,7 @@
 
 #include <torch/torch.h>
 
+#include "core/config/runtime_config.h"
 #include "models/fused_decoder_step.h"
 #include "nn/self_attention_factory.h"
 
@@ -83,8 +84,7 @@ torch::Tensor TransformerDecoderLayerImpl::step(const torch::Tensor& x, nn::Self
 }
 
 TransformerDecoderImpl::TransformerDecoderImpl(const ModelConfig& cfg) {
-  const char* fused = std::getenv("PARLA_FUSED_STEP");
-  fused_step_ = !(fused && std::strcmp(fused, "0") == 0);
+  fused_step_ = applied_runtime().fused_decoder_step;
   layers = register_module("layers", torch::nn::ModuleList());
   for (int i = 0; i < cfg.decoder_layers; ++i) layers->push_back(TransformerDecoderLayer(cfg, i));
   if (cfg.norm == LayerNormPlacement::kPre)

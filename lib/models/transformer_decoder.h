@@ -76,8 +76,8 @@ class TransformerDecoderImpl : public torch::nn::Module {
   torch::Tensor step(const torch::Tensor& x, TransformerDecoderCache& cache, const torch::Tensor& memory_valid,
                      torch::Tensor* cross_weights = nullptr);
 
-  // Whether step() may take the fused path (default true, PARLA_FUSED_STEP=0 in the environment makes it false;
-  // false always runs the modules, to compare).
+  // Whether step() may take the fused path (runtime.fused_decoder_step at construction; false always runs the
+  // modules, to compare).
   void use_fused_step(bool on) { fused_step_ = on; }
   // Whether step(x, ..., cross_weights) takes the fused path.
   bool fused_step_for(const torch::Tensor& x, bool cross_weights) const;

@@ -7,6 +7,7 @@
 #include <ATen/Parallel.h>
 #include <torch/torch.h>
 
+#include "core/config/runtime_config.h"
 #include "core/memory_pages.h"
 #include "kernels/fp32_gemm.h"
 #include "nn/reused_output.h"
@@ -81,9 +82,11 @@ void packed_linear(const float* x, int64_t rows, const PackedMatrix& m, const fl
 bool packed_fp32_wanted(int intra_threads) {
   const auto isa = kernels::fp32::best_isa();
   if (isa == kernels::fp32::Isa::kScalar) return false;
-  const char* env = std::getenv("PARLA_PACKED_FP32");
-  if (env && std::strcmp(env, "0") == 0) return false;
-  if (env && std::strcmp(env, "1") == 0) return true;
+  switch (applied_runtime().packed_fp32) {
+    case PackedFp32::kOff: return false;
+    case PackedFp32::kOn: return true;
+    case PackedFp32::kAuto: break;
+  }
   return intra_threads <= 2 && isa == kernels::fp32::Isa::kAvx512;
 }
 

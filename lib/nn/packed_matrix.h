@@ -40,8 +40,8 @@ void packed_linear(const float* x, int64_t rows, const PackedMatrix& m, const fl
 // the BLAS.
 // On AVX2 (the same machine with ONEDNN_MAX_CPU_ISA=AVX2, OpenBLAS on its Haswell kernels) packing is 1.4x faster at
 // beam 5 batch 1 but 0.64x at batch 64 (0.69-0.73x with the six-row AVX2 blocks of 2026-11-26, 1.5x at batch 1),
-// so it is not the default there. PARLA_PACKED_FP32=1 packs at any thread
-// count and on AVX2, =0 never (both to compare).
+// so it is not the default there. runtime.packed_fp32 `on` packs at any
+// thread count and on AVX2, `off` never (both to compare).
 bool packed_fp32_wanted(int intra_threads);
 
 }  // namespace parla::nn

@@ -110,6 +110,7 @@ std::string blas_name() {
 }
 
 int apply(const RuntimeConfig& rc) {
+  set_applied_runtime(rc);
   int threads = rc.threads > 0 ? rc.threads
                                : static_cast<int>(std::thread::hardware_concurrency()) / std::max(1, rc.inter_threads);
   if (threads <= 0) threads = 1;

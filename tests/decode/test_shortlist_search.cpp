@@ -22,6 +22,7 @@
 #include "models/int8_quantization.h"
 #include "models/packed_fp32.h"
 #include "models/tiny_config.h"
+#include "support/scoped_runtime.h"
 #include "toy_model.h"
 
 using namespace parla;
@@ -45,9 +46,8 @@ std::shared_ptr<models::Seq2SeqModel> tiny_transformer(uint64_t seed, const std:
   }
   m->eval();
   if (kind == "packed") {
-    ::setenv("PARLA_PACKED_FP32", "1", 1);
+    parla::testing::ScopedRuntime on([](parla::RuntimeConfig& rc) { rc.packed_fp32 = parla::PackedFp32::kOn; });
     models::pack_fp32(*m);
-    ::unsetenv("PARLA_PACKED_FP32");
   }
   if (kind == "int8") models::quantize_int8(*m);
   return m;

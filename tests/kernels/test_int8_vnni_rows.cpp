@@ -9,6 +9,7 @@
 
 #include "kernels/int8_gemm.h"
 #include "kernels/int8_vnni_rows.h"
+#include "support/scoped_runtime.h"
 
 namespace {
 
@@ -76,6 +77,16 @@ TEST_CASE("int8 product: the panel kernel runs where the CPU has AVX-512 VNNI") 
     return;
   }
   CHECK(parla::kernels::int8::has_panels(*packed));
+  CHECK(parla::kernels::int8::on_panels(5, *packed));
+  CHECK_FALSE(parla::kernels::int8::on_panels(200, *packed));  // many rows: oneDNN's
+  {
+    // runtime.int8_panels false: every product on oneDNN, with the same exact sums.
+    parla::testing::ScopedRuntime off([](parla::RuntimeConfig& rc) { rc.int8_panels = false; });
+    CHECK_FALSE(parla::kernels::int8::on_panels(5, *packed));
+    std::mt19937 rng(3);
+    for (int64_t m : {1, 5, 17}) check(m, 130, 68, rng);
+  }
+  CHECK(parla::kernels::int8::on_panels(5, *packed));
   // k not a multiple of 4: the panel kernel reads whole 4-byte groups of a row, so oneDNN multiplies.
   std::vector<int8_t> odd(64 * 250, 1);
   CHECK_FALSE(parla::kernels::int8::has_panels(*parla::kernels::int8::pack_weights(odd.data(), 64, 250)));

@@ -184,3 +184,15 @@ TEST_CASE("the fused step is not taken where it does not apply: other self-atten
   torch::AutoGradMode grad(true);
   CHECK_FALSE(fused_step_applies(decoder, x));
 }
+
+TEST_CASE("runtime.fused_decoder_step false builds decoders that run their modules, to compare") {
+  torch::manual_seed(4);
+  auto x = torch::randn({6, 1, 16});
+  torch::NoGradGuard no_grad;
+  auto fused = model_of(tiny_transformer(), "fp32");
+  CHECK(fused->decoder->fused_step_for(x, false));
+  parla::testing::ScopedRuntime off([](parla::RuntimeConfig& rc) { rc.fused_decoder_step = false; });
+  auto modules = model_of(tiny_transformer(), "fp32");
+  CHECK_FALSE(modules->decoder->fused_step_for(x, false));
+  CHECK(fused_step_applies(*modules->decoder, x));  // it would apply: the switch alone keeps it off
+}

@@ -15,6 +15,7 @@
 #include "nn/embedding.h"
 #include "nn/linear.h"
 #include "nn/packed_matrix.h"
+#include "support/scoped_runtime.h"
 #include "support/resident_memory.h"
 #include "support/tensors.h"
 
@@ -138,21 +139,21 @@ TEST_CASE("a packed Linear and a packed tied projection compute what they comput
 }
 
 TEST_CASE("pack_fp32 leaves a model's step log-probabilities within fp32 rounding, and is chosen by thread count "
-          "unless PARLA_PACKED_FP32 says otherwise") {
+          "unless runtime.packed_fp32 says otherwise") {
+  using parla::testing::ScopedRuntime;
   const bool avx512 = fp32::best_isa() == fp32::Isa::kAvx512;
-  unsetenv("PARLA_PACKED_FP32");
+  CHECK(parla::applied_runtime().packed_fp32 == parla::PackedFp32::kAuto);
   CHECK(parla::nn::packed_fp32_wanted(1) == avx512);
   CHECK(parla::nn::packed_fp32_wanted(2) == avx512);
   CHECK_FALSE(parla::nn::packed_fp32_wanted(3));
-  setenv("PARLA_PACKED_FP32", "0", 1);
-  CHECK_FALSE(parla::nn::packed_fp32_wanted(1));
-  setenv("PARLA_PACKED_FP32", "1", 1);
+  {
+    ScopedRuntime off([](parla::RuntimeConfig& rc) { rc.packed_fp32 = parla::PackedFp32::kOff; });
+    CHECK_FALSE(parla::nn::packed_fp32_wanted(1));
+  }
+  ScopedRuntime on([](parla::RuntimeConfig& rc) { rc.packed_fp32 = parla::PackedFp32::kOn; });
   // Forced, it packs on AVX2 too (where it is not the default: 1.4x at batch 1, 0.64x at batch 64).
   CHECK(parla::nn::packed_fp32_wanted(4) == (fp32::best_isa() != fp32::Isa::kScalar));
-  if (!avx512) {
-    unsetenv("PARLA_PACKED_FP32");
-    return;  // nothing is packed on this CPU: the model keeps LibTorch's products
-  }
+  if (!avx512) return;  // nothing is packed on this CPU: the model keeps LibTorch's products
   for (bool tied : {true, false}) {
     INFO("tied output " << tied);
     torch::manual_seed(6);
@@ -170,7 +171,6 @@ TEST_CASE("pack_fp32 leaves a model's step log-probabilities within fp32 roundin
     auto packed_state = model->start(src);
     CHECK(max_abs_diff(model->step(prev, *packed_state), before) < 1e-5);
   }
-  unsetenv("PARLA_PACKED_FP32");
 }
 
 TEST_CASE("pack_consuming packs as pack() does, gives the table's memory back as it goes, and leaves shared memory "

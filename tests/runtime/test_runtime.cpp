@@ -185,3 +185,19 @@ TEST_CASE("runtime: the executables' heap allocator is the one the build chose")
   // allocator it links must be the malloc everybody calls.
   CHECK(parla::heap_allocator_name() == parla::testing::expected_heap_allocator());
 }
+
+TEST_CASE("runtime::apply makes the runtime section the process's: its kernel choices are read from there") {
+  const parla::RuntimeConfig before = parla::applied_runtime();
+  parla::RuntimeConfig rc = before;
+  rc.packed_fp32 = parla::PackedFp32::kOff;
+  rc.int8_panels = false;
+  rc.fused_decoder_step = false;
+  rc.threads = torch::get_num_threads();
+  parla::runtime::apply(rc);
+  CHECK(parla::applied_runtime().packed_fp32 == parla::PackedFp32::kOff);
+  CHECK_FALSE(parla::applied_runtime().int8_panels);
+  CHECK_FALSE(parla::applied_runtime().fused_decoder_step);
+  parla::runtime::apply(before);
+  CHECK(parla::applied_runtime().packed_fp32 == before.packed_fp32);
+  CHECK(parla::applied_runtime().int8_panels);
+}

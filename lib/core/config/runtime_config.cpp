@@ -26,6 +26,16 @@ const config::SectionSchema<RuntimeConfig>& RuntimeConfig::schema() {
           "Seed for every random choice (data split, shuffling, initialisation, dropout, sampling). "
           "The same config and seed give the same result on the same machine and thread count.",
           at_least(0)).flag("--seed");
+    s.add("packed_fp32", &RuntimeConfig::packed_fp32,
+          "Decoding's fp32 products on parla's packed kernels instead of LibTorch's BLAS: `auto` where they were "
+          "measured faster (AVX-512, at most 2 threads per search; docs/BENCHMARKS.md, \"Packed fp32 products\"), "
+          "`on` wherever the CPU has AVX2 or AVX-512, `off` never. The same translations either way.");
+    s.add("int8_panels", &RuntimeConfig::int8_panels,
+          "int8 products of a few rows (a decoder step) on parla's VNNI kernel over oneDNN's packed weights; false "
+          "leaves every product to oneDNN, to compare. The same translations either way.");
+    s.add("fused_decoder_step", &RuntimeConfig::fused_decoder_step,
+          "The Transformer decoder's step on its fused path (models/fused_decoder_step.h); false runs its modules "
+          "one by one, to compare. The same translations either way.");
     s.on_finalize([](RuntimeConfig& r, const std::set<std::string>&) {
       static const std::regex pattern("cpu|auto|cuda(:[0-9]{1,4})?");
       if (!std::regex_match(r.device, pattern))
@@ -35,5 +45,15 @@ const config::SectionSchema<RuntimeConfig>& RuntimeConfig::schema() {
   }();
   return s;
 }
+
+namespace {
+RuntimeConfig& applied() {
+  static RuntimeConfig rc;
+  return rc;
+}
+}  // namespace
+
+const RuntimeConfig& applied_runtime() { return applied(); }
+void set_applied_runtime(const RuntimeConfig& rc) { applied() = rc; }
 
 }  // namespace parla
