@@ -25,6 +25,7 @@
 #include <cstdio>
 #include <map>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -35,8 +36,6 @@
 #include "runtime/runtime.h"
 
 namespace {
-
-using parla::nn::AttentionKind;
 
 std::vector<std::string> split(const std::string& s) {
   std::vector<std::string> out;
@@ -57,7 +56,10 @@ parla::nn::SelfAttention layer_for(const std::string& variant, int64_t t) {
   c.performer_features = 64;
   c.routing_clusters = static_cast<int>(std::max<int64_t>(1, std::llround(std::sqrt(static_cast<double>(t)))));
   c.nystrom_landmarks = 64;
-  return parla::nn::make_self_attention(parla::nn::parse_attention_kind(variant), o, c);
+  parla::AttentionKind kind{};
+  if (!parla::config::parse_choice(variant, kind) || kind == parla::AttentionKind::kInherit)
+    throw std::invalid_argument("unknown attention variant '" + variant + "'");
+  return parla::nn::make_self_attention(kind, o, c);
 }
 
 

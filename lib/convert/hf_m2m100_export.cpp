@@ -175,8 +175,9 @@ void export_hf_m2m100(const std::string& checkpoint, const std::string& out) {
   if (!cfg.share_embeddings || !cfg.tie_output || cfg.output_bias)
     refuse("the embeddings are not one table shared by both sides and the output, without a bias");
   if (model->start_id() != parla::kEosId) refuse("the decoder does not start from </s>");
-  for (const auto& a : {cfg.attention, cfg.encoder_attention, cfg.decoder_attention})
-    if (!a.empty() && a != "full") refuse("self-attention is '" + a + "'");
+  for (const bool decoder : {false, true})
+    if (cfg.self_attention(decoder) != AttentionKind::kFull)
+      refuse("self-attention is '" + std::string(config::name_of(cfg.self_attention(decoder))) + "'");
 
   // fairseq's order: the import moved only <s>, <pad>, </s>, <unk> (to parla's 2, 0, 3, 1).
   const auto& pieces = meta.src_pieces;

@@ -67,8 +67,9 @@ void export_hf_marian(const std::string& checkpoint, const std::string& out) {
   if (!model) refuse("model.type is '" + std::string(config::name_of(cfg.type)) + "'");
   if (cfg.norm != LayerNormPlacement::kPost) refuse("model.norm is '" + std::string(config::name_of(cfg.norm)) + "' (MarianMT is post-norm)");
   if (cfg.positions != PositionEncoding::kSinusoidal) refuse("model.positions is '" + std::string(config::name_of(cfg.positions)) + "'");
-  for (const auto& a : {cfg.attention, cfg.encoder_attention, cfg.decoder_attention})
-    if (!a.empty() && a != "full") refuse("self-attention is '" + a + "'");
+  for (const bool decoder : {false, true})
+    if (cfg.self_attention(decoder) != AttentionKind::kFull)
+      refuse("self-attention is '" + std::string(config::name_of(cfg.self_attention(decoder))) + "'");
 
   const int64_t d = cfg.d_model;
   const auto order = cfg.sinusoidal_layout == SinusoidalLayout::kInterleaved ? concatenating_order(d) : torch::arange(d);

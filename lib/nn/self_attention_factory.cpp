@@ -14,20 +14,6 @@
 
 namespace parla::nn {
 
-AttentionKind parse_attention_kind(const std::string& name) {
-  if (name == "full") return AttentionKind::kFull;
-  if (name == "local") return AttentionKind::kLocal;
-  if (name == "linear") return AttentionKind::kLinear;
-  if (name == "sparse") return AttentionKind::kSparse;
-  if (name == "routing") return AttentionKind::kRouting;
-  if (name == "performer") return AttentionKind::kPerformer;
-  if (name == "nystrom") return AttentionKind::kNystrom;
-  throw ConfigError("key 'model.attention': unknown attention '" + name +
-                    "' (must be one of: full, local, linear, sparse, routing, performer, nystrom)");
-}
-
-bool attention_kind_is_causal(AttentionKind kind) { return kind != AttentionKind::kNystrom; }
-
 namespace self_attention_factory_impl {
 
 // model.sparse_pattern's names and sizes; the band is model.local_window wide, and the random blocks are drawn
@@ -63,6 +49,7 @@ SelfAttention make(const MultiHeadAttentionOptions& shared, const Options&... op
 SelfAttention make_self_attention(AttentionKind kind, const MultiHeadAttentionOptions& shared, const ModelConfig& cfg) {
   using self_attention_factory_impl::make;
   switch (kind) {
+    case AttentionKind::kInherit: break;  // a key's value, resolved by ModelConfig::self_attention
     case AttentionKind::kFull: return make<FullSelfAttentionImpl>(shared);
     case AttentionKind::kLocal: return make<LocalSelfAttentionImpl>(shared, LocalAttentionOptions{cfg.local_window});
     case AttentionKind::kLinear: return make<LinearSelfAttentionImpl>(shared);
@@ -77,18 +64,17 @@ SelfAttention make_self_attention(AttentionKind kind, const MultiHeadAttentionOp
       return make<NystromSelfAttentionImpl>(
           shared, NystromAttentionOptions{cfg.nystrom_landmarks, cfg.nystrom_pinv_iterations, cfg.nystrom_conv_kernel});
   }
-  throw ConfigError("key 'model.attention': unknown attention kind");
+  throw ConfigError("key 'model.attention': no attention kind given");
 }
 
 SelfAttention make_self_attention(const ModelConfig& cfg, bool decoder, int layer) {
-  const std::string& own = decoder ? cfg.decoder_attention : cfg.encoder_attention;
   MultiHeadAttentionOptions shared;
   shared.d_model = cfg.d_model;
   shared.heads = cfg.heads;
   shared.dropout = cfg.attention_dropout;
   // One stream per layer and stack.
   shared.seed = static_cast<uint64_t>(cfg.attention_seed) * 1000003ULL + (decoder ? 1000ULL : 0ULL) + layer;
-  return make_self_attention(parse_attention_kind(own.empty() ? cfg.attention : own), shared, cfg);
+  return make_self_attention(cfg.self_attention(decoder), shared, cfg);
 }
 
 }  // namespace parla::nn

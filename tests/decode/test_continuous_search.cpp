@@ -51,11 +51,11 @@ std::vector<NamedModel> models_under_test() {
   pre.positions = parla::PositionEncoding::kLearned;
   out.push_back({"transformer pre-norm, learned positions", build_for_search(pre)});
   auto local = t;
-  local.attention = "local";
+  local.attention = parla::AttentionKind::kLocal;
   local.local_window = 3;
   out.push_back({"transformer local attention", build_for_search(local)});
   auto linear = t;
-  linear.attention = "linear";
+  linear.attention = parla::AttentionKind::kLinear;
   out.push_back({"transformer linear attention", build_for_search(linear)});
   auto gru = parla::testing::tiny_rnn();
   out.push_back({"rnn gru bahdanau", build_for_search(gru)});

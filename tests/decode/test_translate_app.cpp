@@ -23,6 +23,7 @@
 #include "models/factory.h"
 #include "models/tiny_config.h"
 #include "runtime/runtime.h"
+#include "support/choice.h"
 #include "text/sentencepiece_training.h"
 #include "text/sentencepiece_vocab.h"
 #include "support/cuda.h"
@@ -138,8 +139,8 @@ TEST_CASE("parla-translate decodes checkpoints of the efficient self-attention v
   for (auto v : {Variant{"sparse", "sparse"}, Variant{"routing", "routing"}, Variant{"nystrom", "performer"},
                  Variant{"local", "linear"}}) {
     auto cfg = parla::testing::tiny_transformer();
-    cfg.encoder_attention = v.encoder;
-    cfg.decoder_attention = v.decoder;
+    cfg.encoder_attention = parla::testing::choice<parla::AttentionKind>(v.encoder);
+    cfg.decoder_attention = parla::testing::choice<parla::AttentionKind>(v.decoder);
     cfg.local_window = 1;
     cfg.sparse_block_size = 2;
     cfg.routing_clusters = 2;

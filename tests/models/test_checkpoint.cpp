@@ -89,8 +89,8 @@ TEST_CASE("routing centroids and performer features moved by training are saved 
   TempDir dir("checkpoint-variants");
   torch::manual_seed(3);
   auto cfg = parla::testing::tiny_transformer();
-  cfg.encoder_attention = "routing";
-  cfg.decoder_attention = "performer";
+  cfg.encoder_attention = parla::AttentionKind::kRouting;
+  cfg.decoder_attention = parla::AttentionKind::kPerformer;
   cfg.performer_redraw_every = 1;
   auto model = build_seq2seq(cfg, 20, 24);
   model->train();

@@ -164,7 +164,7 @@ TEST_CASE("the fused step is not taken where it does not apply: other self-atten
           "gradients, CPU autocast") {
   torch::manual_seed(3);
   auto cfg = tiny_transformer();
-  cfg.decoder_attention = "local";
+  cfg.decoder_attention = parla::AttentionKind::kLocal;
   auto local = model_of(cfg, "fp32");
   CHECK_FALSE(fused_step_supported(*local->decoder));
 

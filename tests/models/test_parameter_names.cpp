@@ -112,8 +112,8 @@ B encoder.layers.0.self_attn.performer_passes []
 
 TEST_CASE("a transformer with nystrom encoder and routing decoder self-attention keeps its checkpoint names") {
   auto c = one_layer_each();
-  c.encoder_attention = "nystrom";
-  c.decoder_attention = "routing";
+  c.encoder_attention = parla::AttentionKind::kNystrom;
+  c.decoder_attention = parla::AttentionKind::kRouting;
   auto model = parla::models::build_seq2seq(c, 11, 13);
   CHECK(listing(*model) == kNystromEncoderRoutingDecoder);
 }
@@ -121,7 +121,7 @@ TEST_CASE("a transformer with nystrom encoder and routing decoder self-attention
 TEST_CASE("a BERT encoder with performer self-attention keeps its checkpoint names") {
   auto c = one_layer_each();
   c.type = parla::ModelType::kBert;
-  c.attention = "performer";
+  c.attention = parla::AttentionKind::kPerformer;
   auto model = parla::models::build_bert(c, 17);
   CHECK(listing(*model) == kBertPerformer);
 }

@@ -56,7 +56,7 @@ TEST_CASE("transformer incremental decoding equals full-sequence decoding for ev
         auto cfg = tiny_transformer();
         cfg.norm = parla::testing::choice<parla::LayerNormPlacement>(norm);
         cfg.positions = parla::testing::choice<parla::PositionEncoding>(positions);
-        cfg.attention = attention;
+        cfg.attention = parla::testing::choice<parla::AttentionKind>(attention);
         cfg.local_window = 2;
         cfg.sparse_block_size = 2;  // so that the patterns leave pairs out of 6 positions
         cfg.routing_clusters = 3;
@@ -91,7 +91,7 @@ TEST_CASE("transformer beam reordering (memory kept once per sentence) equals de
   torch::manual_seed(4);
   for (std::string attention : {"full", "linear"}) {
     auto cfg = tiny_transformer();
-    cfg.attention = attention;
+    cfg.attention = parla::testing::choice<parla::AttentionKind>(attention);
     auto model = build_seq2seq(cfg, 20, 20);
     model->eval();
     torch::NoGradGuard g;
@@ -178,8 +178,8 @@ TEST_CASE("source padding does not change the output for any encoder self-attent
   auto padded = torch::tensor({6, 8, 3, 9, 7, 3, 0, 0, 0}, torch::kLong).view({1, 9});
   for (std::string attention : {"full", "local", "linear", "sparse", "routing", "performer", "nystrom"}) {
     auto cfg = tiny_transformer();
-    cfg.encoder_attention = attention;
-    cfg.decoder_attention = attention == "nystrom" ? "sparse" : attention;
+    cfg.encoder_attention = parla::testing::choice<parla::AttentionKind>(attention);
+    cfg.decoder_attention = parla::testing::choice<parla::AttentionKind>(attention == "nystrom" ? "sparse" : attention);
     cfg.local_window = 1;
     cfg.sparse_block_size = 2;
     cfg.routing_clusters = 2;

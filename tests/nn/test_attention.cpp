@@ -23,6 +23,8 @@
 
 using parla::testing::max_abs_diff;
 using namespace parla::nn;
+using parla::AttentionKind;
+using parla::attention_kind_is_causal;
 
 namespace {
 

@@ -19,6 +19,8 @@
 namespace parla_test_attention_variants {
 
 using namespace parla::nn;
+using parla::AttentionKind;
+using parla::attention_kind_is_causal;
 using parla::testing::max_abs_diff;
 
 // The variants' own settings, as the factory reads them from the model config.

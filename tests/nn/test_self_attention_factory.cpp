@@ -7,6 +7,7 @@
 
 #include <torch/torch.h>
 
+#include "core/config.h"
 #include "core/error.h"
 #include "nn/cross_attention.h"
 #include "nn/full_attention.h"
@@ -21,6 +22,7 @@
 namespace parla_test_self_attention_factory {
 
 using namespace parla::nn;
+using parla::AttentionKind;
 
 // named_parameters() then named_buffers(), one "P|B name [shape]" line each: what a checkpoint stores, in the
 // order the optimizer's state follows.
@@ -120,15 +122,22 @@ TEST_CASE("every self-attention variant keeps the parameter and buffer names, or
 TEST_CASE("the factory builds the variant each attention name chooses, with the variant's own settings") {
   auto cfg = small_config();
   const MultiHeadAttentionOptions shared = small_shared();
-  CHECK(make_self_attention(parse_attention_kind("full"), shared, cfg)->as<FullSelfAttentionImpl>());
-  CHECK(make_self_attention(parse_attention_kind("local"), shared, cfg)->as<LocalSelfAttentionImpl>());
-  CHECK(make_self_attention(parse_attention_kind("linear"), shared, cfg)->as<LinearSelfAttentionImpl>());
-  CHECK(make_self_attention(parse_attention_kind("sparse"), shared, cfg)->as<SparseSelfAttentionImpl>());
-  CHECK(make_self_attention(parse_attention_kind("routing"), shared, cfg)->as<RoutingSelfAttentionImpl>());
-  CHECK(make_self_attention(parse_attention_kind("performer"), shared, cfg)->as<PerformerSelfAttentionImpl>());
-  CHECK(make_self_attention(parse_attention_kind("nystrom"), shared, cfg)->as<NystromSelfAttentionImpl>());
-  REQUIRE_THROWS_AS(parse_attention_kind("fast"), parla::ConfigError);
-  REQUIRE_THROWS_WITH(parse_attention_kind("fast"), Catch::Contains("model.attention"));
+  // The names the config reads (model.*attention) choose the variants.
+  auto kind = [](const char* name) {
+    parla::config::ConfigBuilder b;
+    b.set("model.encoder_attention", name, "test");
+    return b.build().model.encoder_attention;
+  };
+  CHECK(make_self_attention(kind("full"), shared, cfg)->as<FullSelfAttentionImpl>());
+  CHECK(make_self_attention(kind("local"), shared, cfg)->as<LocalSelfAttentionImpl>());
+  CHECK(make_self_attention(kind("linear"), shared, cfg)->as<LinearSelfAttentionImpl>());
+  CHECK(make_self_attention(kind("sparse"), shared, cfg)->as<SparseSelfAttentionImpl>());
+  CHECK(make_self_attention(kind("routing"), shared, cfg)->as<RoutingSelfAttentionImpl>());
+  CHECK(make_self_attention(kind("performer"), shared, cfg)->as<PerformerSelfAttentionImpl>());
+  CHECK(make_self_attention(kind("nystrom"), shared, cfg)->as<NystromSelfAttentionImpl>());
+  REQUIRE_THROWS_AS(kind("fast"), parla::ConfigError);
+  REQUIRE_THROWS_WITH(kind("fast"), Catch::Contains("model.encoder_attention"));
+  REQUIRE_THROWS_AS(make_self_attention(parla::AttentionKind::kInherit, shared, cfg), parla::ConfigError);
   CHECK(attention_kind_is_causal(AttentionKind::kSparse));
   CHECK_FALSE(attention_kind_is_causal(AttentionKind::kNystrom));
   // The variants' settings come from their own keys.
@@ -144,8 +153,8 @@ TEST_CASE("the factory builds the variant each attention name chooses, with the 
 
 TEST_CASE("each stack's layer gets its stack's attention and a seed of its own") {
   auto cfg = small_config();
-  cfg.attention = "linear";
-  cfg.encoder_attention = "nystrom";
+  cfg.attention = AttentionKind::kLinear;
+  cfg.encoder_attention = AttentionKind::kNystrom;
   cfg.attention_seed = 3;
   cfg.attention_dropout = 0.25;
   auto encoder1 = make_self_attention(cfg, /*decoder=*/false, 1);

@@ -167,7 +167,7 @@ TEST_CASE("averaging keeps the newest checkpoint's performer features, a draw ra
   std::vector<std::string> paths = {tmp.file("a.pt"), tmp.file("b.pt"), tmp.file("c.pt")};
   std::vector<std::shared_ptr<parla::models::Seq2SeqModel>> models;
   auto c = tiny_config();
-  c.model.decoder_attention = "performer";
+  c.model.decoder_attention = parla::AttentionKind::kPerformer;
   c.model.performer_redraw_every = 1;
   auto src = torch::tensor({5, 9, 7, 3}, torch::kLong).view({1, 4});
   auto tgt = torch::tensor({2, 5, 6}, torch::kLong).view({1, 3});

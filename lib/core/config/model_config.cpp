@@ -36,15 +36,14 @@ void apply_preset(ModelConfig& m, const std::set<std::string>& given) {
 
 // Cross-key rules of the self-attention variants (the per-key ranges are checked by the schema).
 void validate_attention_keys(const ModelConfig& m) {
-  const std::string enc = m.encoder_attention.empty() ? m.attention : m.encoder_attention;
-  const std::string dec = m.decoder_attention.empty() ? m.attention : m.decoder_attention;
-  const char* dec_key = m.decoder_attention.empty() ? "model.attention" : "model.decoder_attention";
-  if (dec == "nystrom")
+  const AttentionKind enc = m.self_attention(false), dec = m.self_attention(true);
+  const char* dec_key = m.decoder_attention == AttentionKind::kInherit ? "model.attention" : "model.decoder_attention";
+  if (!attention_kind_is_causal(dec))
     throw ConfigError(std::string("key '") + dec_key +
                       "': nystrom attention cannot run causally (its landmarks average over future positions); "
                       "choose it for model.encoder_attention only");
   static const std::set<std::string> known = {"band", "global", "dilated", "random", "block"};
-  if (enc == "sparse" || dec == "sparse") {
+  if (enc == AttentionKind::kSparse || dec == AttentionKind::kSparse) {
     if (m.sparse_pattern.empty())
       throw ConfigError("key 'model.sparse_pattern': empty (list at least one of: band, global, dilated, random, "
                         "block)");
@@ -60,10 +59,10 @@ void validate_attention_keys(const ModelConfig& m) {
     throw ConfigError("key 'model.nystrom_conv_kernel': " + std::to_string(m.nystrom_conv_kernel) +
                       " is even (the skip must be centred: use an odd kernel, or 0 for none)");
   // Longer than any sequence the model is built for: more landmarks or clusters than positions.
-  if (enc == "nystrom" && m.nystrom_landmarks > m.max_positions)
+  if (enc == AttentionKind::kNystrom && m.nystrom_landmarks > m.max_positions)
     throw ConfigError("key 'model.nystrom_landmarks': " + std::to_string(m.nystrom_landmarks) +
                       " landmarks exceed model.max_positions = " + std::to_string(m.max_positions));
-  if ((enc == "routing" || dec == "routing") && m.routing_clusters > m.max_positions)
+  if ((enc == AttentionKind::kRouting || dec == AttentionKind::kRouting) && m.routing_clusters > m.max_positions)
     throw ConfigError("key 'model.routing_clusters': " + std::to_string(m.routing_clusters) +
                       " clusters exceed model.max_positions = " + std::to_string(m.max_positions));
 }
@@ -140,11 +139,9 @@ const config::SectionSchema<ModelConfig>& ModelConfig::schema() {
           one_of({"full", "local", "linear", "sparse", "routing", "performer"}));
     s.add("encoder_attention", &ModelConfig::encoder_attention,
           "Encoder self-attention; empty = `attention`. The values of `attention`, or nystrom (Nystrom "
-          "low-rank attention, Xiong et al. 2021; encoder only).",
-          one_of({"", "full", "local", "linear", "sparse", "routing", "performer", "nystrom"}));
+          "low-rank attention, Xiong et al. 2021; encoder only).");
     s.add("decoder_attention", &ModelConfig::decoder_attention,
-          "Decoder self-attention (causal); empty = `attention`. The values of `attention`.",
-          one_of({"", "full", "local", "linear", "sparse", "routing", "performer", "nystrom"}));
+          "Decoder self-attention (causal); empty = `attention`. The values of `attention`.");
     s.add("local_window", &ModelConfig::local_window,
           "Window K of local attention and of the sparse band: position i attends to j with |i - j| <= K.",
           at_least(1));

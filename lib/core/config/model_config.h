@@ -17,6 +17,11 @@ enum class PositionEncoding { kSinusoidal, kLearned };
 // sin, cos, sin, ...; all sines then all cosines; or fairseq's (M2M-100, NLLB): see the key's help
 enum class SinusoidalLayout { kInterleaved, kConcatenated, kFairseq };
 enum class DecoderStart { kBos, kPad, kEos };                // the token the decoder starts from
+// Self-attention variants (nn/self_attention_factory.h builds them; one file each under nn/). kInherit, the
+// per-stack keys' default, means "as model.attention".
+enum class AttentionKind { kInherit, kFull, kLocal, kLinear, kSparse, kRouting, kPerformer, kNystrom };
+// Whether the variant can run causally (decoder self-attention): every one but nystrom.
+inline bool attention_kind_is_causal(AttentionKind kind) { return kind != AttentionKind::kNystrom; }
 enum class RnnCell { kGru, kLstm };
 enum class RnnAttention { kBahdanau, kLuong };               // additive, or general (multiplicative)
 
@@ -49,9 +54,9 @@ struct ModelConfig {
   int max_positions = 1024;              // longest sequence for learned positions (and BERT)
   bool share_embeddings = false;  // one embedding table for source and target (needs a joint vocabulary)
   bool tie_output = true;         // decoder input embedding = output projection (Press & Wolf 2017)
-  std::string attention = "full";  // self-attention of both stacks: full, local, linear, sparse, routing, performer
-  std::string encoder_attention = "";  // encoder self-attention ("" = `attention`); also nystrom
-  std::string decoder_attention = "";  // decoder self-attention ("" = `attention`); causal variants only
+  AttentionKind attention = AttentionKind::kFull;  // self-attention of both stacks (not nystrom)
+  AttentionKind encoder_attention = AttentionKind::kInherit;  // encoder self-attention; also nystrom
+  AttentionKind decoder_attention = AttentionKind::kInherit;  // decoder self-attention; causal variants only
   int local_window = 16;           // local attention and the sparse band: attend to positions at most this far away
   // sparse (position-based patterns, seed 002 Fig. 4): which atomic patterns, and their sizes.
   std::vector<std::string> sparse_pattern = {"band", "global", "random"};
@@ -83,6 +88,12 @@ struct ModelConfig {
   // BERT.
   int segments = 2;  // segment (token type) vocabulary size
 
+  // The variant of the encoder's or the decoder's self-attention: its own key, else model.attention.
+  AttentionKind self_attention(bool decoder) const {
+    const AttentionKind own = decoder ? decoder_attention : encoder_attention;
+    return own == AttentionKind::kInherit ? attention : own;
+  }
+
   static const config::SectionSchema<ModelConfig>& schema();
 };
 
@@ -100,6 +111,10 @@ PARLA_CHOICES(parla::SinusoidalLayout, {parla::SinusoidalLayout::kInterleaved, "
               {parla::SinusoidalLayout::kConcatenated, "concatenated"}, {parla::SinusoidalLayout::kFairseq, "fairseq"});
 PARLA_CHOICES(parla::DecoderStart, {parla::DecoderStart::kBos, "bos"}, {parla::DecoderStart::kPad, "pad"},
               {parla::DecoderStart::kEos, "eos"});
+PARLA_CHOICES(parla::AttentionKind, {parla::AttentionKind::kInherit, ""}, {parla::AttentionKind::kFull, "full"},
+              {parla::AttentionKind::kLocal, "local"}, {parla::AttentionKind::kLinear, "linear"},
+              {parla::AttentionKind::kSparse, "sparse"}, {parla::AttentionKind::kRouting, "routing"},
+              {parla::AttentionKind::kPerformer, "performer"}, {parla::AttentionKind::kNystrom, "nystrom"});
 PARLA_CHOICES(parla::RnnCell, {parla::RnnCell::kGru, "gru"}, {parla::RnnCell::kLstm, "lstm"});
 PARLA_CHOICES(parla::RnnAttention, {parla::RnnAttention::kBahdanau, "bahdanau"},
               {parla::RnnAttention::kLuong, "luong"});
