@@ -116,7 +116,8 @@ struct Trainer::Impl {
   bool master = true;
   // A resumed run whose checkpoint had already reached a stop condition: which (TrainResult::stop_reason) and a
   // sentence for the log; empty while there is training to do.
-  std::string finished_reason, finished_detail;
+  StopReason finished_reason = StopReason::kNone;
+  std::string finished_detail;
 
   Impl(const Config& c, TrainerOptions o, std::shared_ptr<DataParallel> d)
       : cfg(c), opts(std::move(o)), dp(std::move(d)) {
@@ -170,7 +171,7 @@ struct Trainer::Impl {
       // Nothing left to do: the run must not take another update, validate or save (every resume of a finished
       // run would otherwise add a step and rewrite its checkpoints), nor rewrite config.json or metrics.
       check_finished_before_start();
-      if (!finished_reason.empty()) return;
+      if (finished_reason != StopReason::kNone) return;
     } else {
       dp->broadcast_parameters(*model);
     }
@@ -342,7 +343,7 @@ struct Trainer::Impl {
   TrainResult run() {
     const auto& t = cfg.training;
     TrainResult result;
-    if (!finished_reason.empty()) {
+    if (finished_reason != StopReason::kNone) {
       if (master)
         spdlog::info("nothing to do: {}; the checkpoints in '{}' are left as they are", finished_detail, save_dir);
       result.stop_reason = finished_reason;
@@ -374,7 +375,7 @@ struct Trainer::Impl {
       // Next group of batches (end of epoch: next epoch, reshuffled from the seed).
       if (state.batch_in_epoch >= static_cast<int64_t>(plan.size())) {
         if (scheduler.max_epochs_reached(state, plan.size())) {
-          result.stop_reason = "max_epochs";
+          result.stop_reason = StopReason::kMaxEpochs;
           break;
         }
         ++state.epoch;
@@ -397,8 +398,8 @@ struct Trainer::Impl {
       state.elapsed = elapsed_before + std::chrono::duration<double>(Clock::now() - start).count();
       if (scheduler.log_due(state) && reporter.has_interval()) reporter.progress(state);
 
-      if (auto reason = scheduler.stop_after_update(state, update.stop_votes); !reason.empty()) {
-        if (reason == "signal") result.signal = shutdown_requested();
+      if (auto reason = scheduler.stop_after_update(state, update.stop_votes); reason != StopReason::kNone) {
+        if (reason == StopReason::kSignal) result.signal = shutdown_requested();
         result.stop_reason = reason;
         break;
       }
@@ -410,7 +411,7 @@ struct Trainer::Impl {
         saved_at_step = true;
       }
       if (verdict.patience_exhausted) {
-        result.stop_reason = "early_stopping";
+        result.stop_reason = StopReason::kEarlyStopping;
         break;
       }
     }
@@ -419,7 +420,7 @@ struct Trainer::Impl {
     if (dump) dump->finish();
     ValidationVerdict verdict;
     if (scheduler.validation_due_at_end(state, result.stop_reason)) verdict = validate(result, reporter);
-    save(/*keep_numbered=*/result.stop_reason != "signal", verdict.improved);
+    save(/*keep_numbered=*/result.stop_reason != StopReason::kSignal, verdict.improved);
     reporter.training_ends(state, result.stop_reason, result.signal, save_dir);
     dp->barrier();
     result.steps = state.step;

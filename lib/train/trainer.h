@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/config.h"
+#include "train/stop_reason.h"
 
 namespace parla::train {
 
@@ -38,7 +39,7 @@ struct TrainResult {
   int64_t skipped_steps = 0;    // updates skipped for a NaN/inf loss or gradient (fp16 overflows excepted)
   int64_t overflow_steps = 0;   // fp16: updates skipped because the loss scale overflowed (0 otherwise)
   double loss_scale = 0;        // fp16: the dynamic loss scale at the end (0 otherwise)
-  std::string stop_reason;      // max_steps, max_epochs, max_time, early_stopping, signal
+  StopReason stop_reason = StopReason::kNone;
   // Resumed from a checkpoint that had already reached `stop_reason`: nothing trained, validated or written.
   bool already_finished = false;
   int signal = 0;               // the signal that stopped training, 0 otherwise

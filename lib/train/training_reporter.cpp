@@ -135,15 +135,15 @@ void TrainingReporter::validation(const TrainingState& state, const ValidationRe
                state.best_step, improved ? " *" : "", Progress::format_duration(seconds));
 }
 
-void TrainingReporter::training_ends(const TrainingState& state, const std::string& stop_reason, int signal,
+void TrainingReporter::training_ends(const TrainingState& state, StopReason stop_reason, int signal,
                                      const std::string& save_dir) const {
   if (!master_) return;
-  if (stop_reason == "signal")
+  if (stop_reason == StopReason::kSignal)
     spdlog::warn("stopped by signal {} at step {}: saved '{}/checkpoint_last.pt'; continue with --resume", signal,
                  state.step, save_dir);
   else
-    spdlog::info("training done ({}): {} steps, epoch {}, {} tokens in {}", stop_reason, state.step, state.epoch,
-                 state.tokens, Progress::format_duration(state.elapsed));
+    spdlog::info("training done ({}): {} steps, epoch {}, {} tokens in {}", config::name_of(stop_reason), state.step,
+                 state.epoch, state.tokens, Progress::format_duration(state.elapsed));
 }
 
 }  // namespace parla::train

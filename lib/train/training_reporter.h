@@ -13,6 +13,7 @@
 #include <torch/torch.h>
 
 #include "core/config.h"
+#include "train/stop_reason.h"
 #include "train/dynamic_loss_scaler.h"
 #include "train/lr_schedule.h"
 #include "train/metrics_log.h"
@@ -45,7 +46,7 @@ class TrainingReporter {
   void validation(const TrainingState& state, const ValidationResult& r, const nlohmann::json& rec, bool improved,
                   double seconds);
   // The closing line: stopped by a signal, or done for `stop_reason`.
-  void training_ends(const TrainingState& state, const std::string& stop_reason, int signal,
+  void training_ends(const TrainingState& state, StopReason stop_reason, int signal,
                      const std::string& save_dir) const;
 
   // Per update of this run: training loss per item (NaN for skipped updates), as far as read.

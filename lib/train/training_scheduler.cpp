@@ -19,28 +19,28 @@ StopDecision TrainingScheduler::finished_before_start(const TrainingState& s,
   const std::string where =
       fmt::format("step {}, epoch {}, {} trained", s.step, s.epoch, Progress::format_duration(s.elapsed));
   if (max_steps_reached(s))
-    return {"max_steps",
+    return {StopReason::kMaxSteps,
             fmt::format("training.max_steps = {} reached ({}); raise it (--max-steps) to train on", t_.max_steps, where)};
   if (max_time_reached(s))
-    return {"max_time", fmt::format("training.max_time = {:g} minutes reached ({}); raise it (--max-time) to train on",
+    return {StopReason::kMaxTime, fmt::format("training.max_time = {:g} minutes reached ({}); raise it (--max-time) to train on",
                                     t_.max_time, where)};
   if (t_.max_epochs > 0 && max_epochs_reached(s, plan_size()))  // the plan is built only when a limit can apply
-    return {"max_epochs", fmt::format("training.max_epochs = {} reached (epoch {} complete; {}); raise it "
+    return {StopReason::kMaxEpochs, fmt::format("training.max_epochs = {} reached (epoch {} complete; {}); raise it "
                                       "(--max-epochs) to train on",
                                       t_.max_epochs, s.epoch, where)};
   if (patience_exhausted(s))
-    return {"early_stopping", fmt::format("early stopping: {} validations without a better {} (training.patience = "
+    return {StopReason::kEarlyStopping, fmt::format("early stopping: {} validations without a better {} (training.patience = "
                                           "{}; best {:.4f} at step {}; {}); raise training.patience to train on",
                                           s.stale_validations, config::name_of(t_.early_stop_metric), t_.patience, s.best, s.best_step,
                                           where)};
   return {};
 }
 
-std::string TrainingScheduler::stop_after_update(const TrainingState& s, bool stop_votes) const {
-  if (stop_votes) return "signal";
-  if (max_steps_reached(s)) return "max_steps";
-  if (max_time_reached(s)) return "max_time";
-  return "";
+StopReason TrainingScheduler::stop_after_update(const TrainingState& s, bool stop_votes) const {
+  if (stop_votes) return StopReason::kSignal;
+  if (max_steps_reached(s)) return StopReason::kMaxSteps;
+  if (max_time_reached(s)) return StopReason::kMaxTime;
+  return StopReason::kNone;
 }
 
 double TrainingScheduler::metric_value(const ValidationResult& r) const {

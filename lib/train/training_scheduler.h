@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/config.h"
+#include "train/stop_reason.h"
 #include "train/task.h"
 #include "train/training_state.h"
 
@@ -15,9 +16,9 @@ namespace parla::train {
 
 // A stop condition that already holds (TrainResult::stop_reason) and a sentence for the log.
 struct StopDecision {
-  std::string reason;  // empty: train on
+  StopReason reason = StopReason::kNone;
   std::string detail;
-  explicit operator bool() const { return !reason.empty(); }
+  explicit operator bool() const { return reason != StopReason::kNone; }
 };
 
 // What one validation means for training: the early-stopping metric improved (checkpoint_best.pt is written),
@@ -48,7 +49,7 @@ class TrainingScheduler {
   StopDecision finished_before_start(const TrainingState& s, const std::function<size_t()>& plan_size) const;
 
   // After an update: stop for a signal (any rank's vote), max_steps or max_time, in that order.
-  std::string stop_after_update(const TrainingState& s, bool stop_votes) const;
+  StopReason stop_after_update(const TrainingState& s, bool stop_votes) const;
 
   // A progress line is due after this update (when the interval holds any items).
   bool log_due(const TrainingState& s) const { return s.step > 0 && s.step % t_.log_every == 0; }
@@ -57,8 +58,8 @@ class TrainingScheduler {
     return t_.valid_every > 0 && s.step > 0 && s.step % t_.valid_every == 0 && s.last_valid_step != s.step;
   }
   // Training that stops for anything but a signal validates its last step, unless that step was just validated.
-  bool validation_due_at_end(const TrainingState& s, const std::string& stop_reason) const {
-    return stop_reason != "signal" && s.last_valid_step != s.step && s.step > 0;
+  bool validation_due_at_end(const TrainingState& s, StopReason stop_reason) const {
+    return stop_reason != StopReason::kSignal && s.last_valid_step != s.step && s.step > 0;
   }
   // A numbered checkpoint is due every save_every steps (valid_every when 0), once per step.
   bool save_due(const TrainingState& s, bool saved_at_step) const {

@@ -36,7 +36,7 @@ TEST_CASE("training on a toy copy task lowers the validation loss well below cha
   cfg.training.max_steps = 300;
   cfg.training.valid_every = 50;
   auto result = Trainer(cfg, {}).run();
-  CHECK(result.stop_reason == "max_steps");
+  CHECK(result.stop_reason == parla::train::StopReason::kMaxSteps);
   CHECK(result.steps == 300);
   // Guessing from the unigram distribution costs log(8) = 2.08 nats per token (8 ordinary ids, uniform); a model
   // that has learned to copy is far below.
@@ -194,7 +194,7 @@ TEST_CASE("SIGINT saves checkpoint_last and stops after the current update") {
   o.faults = std::make_shared<parla::test::SignalAt>(4, SIGINT);
   auto r = Trainer(cfg, o).run();
   parla::train::reset_shutdown();
-  CHECK(r.stop_reason == "signal");
+  CHECK(r.stop_reason == parla::train::StopReason::kSignal);
   CHECK(r.signal == SIGINT);
   CHECK(r.steps == 5);
   auto meta = parla::models::read_meta(cfg.training.save_dir + "/checkpoint_last.pt");
@@ -219,7 +219,7 @@ TEST_CASE("early stopping ends training after `patience` validations without imp
   Config cfg = parla::test::toy_config(data, "early-run");
   never_improving(cfg);
   auto r = Trainer(cfg, {}).run();
-  CHECK(r.stop_reason == "early_stopping");
+  CHECK(r.stop_reason == parla::train::StopReason::kEarlyStopping);
   // Exactly `patience` validations (every valid_every steps) after the last improvement, wherever that fell.
   const auto best = parla::models::read_meta(cfg.training.save_dir + "/checkpoint_best.pt");
   const int64_t best_step = best.info["step"];
@@ -474,7 +474,7 @@ void check_resume_does_nothing(const Config& cfg, const std::string& reason, con
   auto r = Trainer(cfg, resume_last(cfg)).run();
   INFO(log.text());
   CHECK(r.already_finished);
-  CHECK(r.stop_reason == reason);
+  CHECK(parla::config::name_of(r.stop_reason) == reason);
   CHECK(r.steps == steps);
   CHECK(r.losses.empty());
   CHECK(log.text().find("nothing to do") != std::string::npos);
@@ -518,13 +518,13 @@ TEST_CASE("resuming a run that reached training.max_time trains no further, and 
   Config cfg = parla::test::toy_config(data, "finished-time");
   cfg.training.max_time = 0.003;  // minutes: 0.18 s, a few updates
   auto first = Trainer(cfg, {}).run();
-  REQUIRE(first.stop_reason == "max_time");
+  REQUIRE(first.stop_reason == parla::train::StopReason::kMaxTime);
   check_resume_does_nothing(cfg, "max_time", "training.max_time = 0.003 minutes reached", first.steps);
 
   cfg.training.max_time = 0.006;
   auto more = Trainer(cfg, resume_last(cfg)).run();
   CHECK_FALSE(more.already_finished);
-  CHECK(more.stop_reason == "max_time");
+  CHECK(more.stop_reason == parla::train::StopReason::kMaxTime);
   CHECK(more.steps > first.steps);
 }
 
@@ -533,14 +533,14 @@ TEST_CASE("resuming a run that reached training.max_epochs trains no further, an
   Config cfg = parla::test::toy_config(data, "finished-epochs");
   cfg.training.max_epochs = 1;
   auto first = Trainer(cfg, {}).run();
-  REQUIRE(first.stop_reason == "max_epochs");
+  REQUIRE(first.stop_reason == parla::train::StopReason::kMaxEpochs);
   REQUIRE(first.epoch == 1);
   check_resume_does_nothing(cfg, "max_epochs", "training.max_epochs = 1 reached (epoch 1 complete", first.steps);
 
   cfg.training.max_epochs = 2;
   auto more = Trainer(cfg, resume_last(cfg)).run();
   CHECK_FALSE(more.already_finished);
-  CHECK(more.stop_reason == "max_epochs");
+  CHECK(more.stop_reason == parla::train::StopReason::kMaxEpochs);
   CHECK(more.epoch == 2);
   CHECK(more.steps > first.steps);
 }
@@ -550,12 +550,12 @@ TEST_CASE("resuming a run that stopped early (patience) trains no further, and a
   Config cfg = parla::test::toy_config(data, "finished-early");
   never_improving(cfg);
   auto first = Trainer(cfg, {}).run();
-  REQUIRE(first.stop_reason == "early_stopping");
+  REQUIRE(first.stop_reason == parla::train::StopReason::kEarlyStopping);
   check_resume_does_nothing(cfg, "early_stopping", "training.patience = 2", first.steps);
 
   cfg.training.patience = 4;
   auto more = Trainer(cfg, resume_last(cfg)).run();
   CHECK_FALSE(more.already_finished);
-  CHECK(more.stop_reason == "early_stopping");
+  CHECK(more.stop_reason == parla::train::StopReason::kEarlyStopping);
   CHECK(more.steps > first.steps);
 }

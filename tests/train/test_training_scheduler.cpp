@@ -14,6 +14,8 @@ using parla::train::TrainingState;
 using parla::train::ValidationResult;
 namespace fs = std::filesystem;
 
+using parla::train::StopReason;
+
 TEST_CASE("the scheduler stops for a signal before max_steps before max_time, and only when one holds") {
   TrainingConfig t;
   t.max_steps = 10;
@@ -22,13 +24,13 @@ TEST_CASE("the scheduler stops for a signal before max_steps before max_time, an
   TrainingState st;
   st.step = 9;
   st.elapsed = 30;
-  CHECK(s.stop_after_update(st, false).empty());
-  CHECK(s.stop_after_update(st, true) == "signal");
+  CHECK(s.stop_after_update(st, false) == StopReason::kNone);
+  CHECK(s.stop_after_update(st, true) == StopReason::kSignal);
   st.step = 10;
   st.elapsed = 60;
-  CHECK(s.stop_after_update(st, false) == "max_steps");
+  CHECK(s.stop_after_update(st, false) == StopReason::kMaxSteps);
   st.step = 9;
-  CHECK(s.stop_after_update(st, false) == "max_time");
+  CHECK(s.stop_after_update(st, false) == StopReason::kMaxTime);
 }
 
 TEST_CASE("validation and saving are due at their intervals, once per step, and the end validates an unvalidated step") {
@@ -45,12 +47,12 @@ TEST_CASE("validation and saving are due at their intervals, once per step, and 
   CHECK(s.log_due(st));
   st.last_valid_step = 4;
   CHECK_FALSE(s.validation_due(st));
-  CHECK_FALSE(s.validation_due_at_end(st, "max_steps"));
+  CHECK_FALSE(s.validation_due_at_end(st, StopReason::kMaxSteps));
   st.step = 5;
   CHECK_FALSE(s.validation_due(st));
   CHECK_FALSE(s.log_due(st));
-  CHECK(s.validation_due_at_end(st, "max_steps"));
-  CHECK_FALSE(s.validation_due_at_end(st, "signal"));
+  CHECK(s.validation_due_at_end(st, StopReason::kMaxSteps));
+  CHECK_FALSE(s.validation_due_at_end(st, StopReason::kSignal));
 }
 
 TEST_CASE("validations keep the best metric and exhaust patience, and a resumed finished run names its reason") {
@@ -75,7 +77,7 @@ TEST_CASE("validations keep the best metric and exhaust patience, and a resumed 
   CHECK(st.best_step == 1);
   CHECK(st.last_valid_step == 3);
   auto done = s.finished_before_start(st, [] { return size_t{0}; });
-  CHECK(done.reason == "early_stopping");
+  CHECK(done.reason == StopReason::kEarlyStopping);
   CHECK(done.detail.find("training.patience = 2") != std::string::npos);
 }
 
