@@ -12,22 +12,13 @@
 namespace parla::metrics {
 
 SmoothMethod parse_smooth_method(const std::string& name) {
-  if (name == "exp") return SmoothMethod::kExp;
-  if (name == "floor") return SmoothMethod::kFloor;
-  if (name == "add-k") return SmoothMethod::kAddK;
-  if (name == "none") return SmoothMethod::kNone;
-  throw UsageError("unknown smoothing method '" + name + "' (choose from exp, floor, add-k, none)");
+  SmoothMethod m{};
+  if (!config::parse_choice(name, m))
+    throw UsageError("unknown smoothing method '" + name + "' (choose from " + config::names_joined<SmoothMethod>() + ")");
+  return m;
 }
 
-const char* smooth_method_name(SmoothMethod m) {
-  switch (m) {
-    case SmoothMethod::kExp: return "exp";
-    case SmoothMethod::kFloor: return "floor";
-    case SmoothMethod::kAddK: return "add-k";
-    case SmoothMethod::kNone: return "none";
-  }
-  return "?";
-}
+const char* smooth_method_name(SmoothMethod m) { return config::name_of(m); }
 
 double BleuOptions::smooth_value_or_default() const {
   if (smooth_value) return *smooth_value;

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "metrics/tokenizer.h"
+#include "core/config/choice.h"
 
 namespace parla::metrics {
 
@@ -103,3 +104,7 @@ std::string bleu_signature(const BleuOptions& o, int nrefs, bool short_form = fa
 std::string bleu_verbose(const BleuScore& s);
 
 }  // namespace parla::metrics
+
+PARLA_CHOICES(parla::metrics::SmoothMethod, {parla::metrics::SmoothMethod::kExp, "exp"},
+              {parla::metrics::SmoothMethod::kFloor, "floor"}, {parla::metrics::SmoothMethod::kAddK, "add-k"},
+              {parla::metrics::SmoothMethod::kNone, "none"});

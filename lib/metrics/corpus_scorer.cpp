@@ -12,9 +12,10 @@ namespace parla::metrics {
 Metric parse_metric(const std::string& name) {
   std::string n = name;
   std::transform(n.begin(), n.end(), n.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  if (n == "bleu") return Metric::kBleu;
-  if (n == "chrf") return Metric::kChrf;
-  throw UsageError("unknown metric '" + name + "' (choose from bleu, chrf)");
+  Metric m{};
+  if (!config::parse_choice(n, m))
+    throw UsageError("unknown metric '" + name + "' (choose from " + config::names_joined<Metric>() + ")");
+  return m;
 }
 
 namespace {

@@ -9,6 +9,7 @@
 
 #include "metrics/bleu.h"
 #include "metrics/chrf.h"
+#include "core/config/choice.h"
 
 namespace parla::metrics {
 
@@ -47,3 +48,6 @@ CorpusStats score_corpus(const ScoreOptions& o,
                          const std::function<void(uint64_t index, const SegmentScores&)>& on_segment = {});
 
 }  // namespace parla::metrics
+
+PARLA_CHOICES(parla::metrics::Metric, {parla::metrics::Metric::kBleu, "bleu"},
+              {parla::metrics::Metric::kChrf, "chrf"});

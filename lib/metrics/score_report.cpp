@@ -11,9 +11,10 @@
 namespace parla::metrics {
 
 OutputFormat parse_output_format(const std::string& name) {
-  if (name == "text") return OutputFormat::kText;
-  if (name == "json") return OutputFormat::kJson;
-  throw UsageError("unknown output format '" + name + "' (choose from text, json)");
+  OutputFormat f{};
+  if (!config::parse_choice(name, f))
+    throw UsageError("unknown output format '" + name + "' (choose from " + config::names_joined<OutputFormat>() + ")");
+  return f;
 }
 
 std::string format_fixed(double x, int width) {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "metrics/corpus_scorer.h"
+#include "core/config/choice.h"
 
 namespace parla::metrics {
 
@@ -38,3 +39,6 @@ std::string format_fixed(double x, int width);
 std::string json_rounded_float(double x, int width);
 
 }  // namespace parla::metrics
+
+PARLA_CHOICES(parla::metrics::OutputFormat, {parla::metrics::OutputFormat::kText, "text"},
+              {parla::metrics::OutputFormat::kJson, "json"});

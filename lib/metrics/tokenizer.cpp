@@ -8,24 +8,13 @@
 namespace parla::metrics {
 
 TokenizerKind parse_tokenizer(const std::string& name) {
-  if (name == "13a") return TokenizerKind::k13a;
-  if (name == "intl") return TokenizerKind::kIntl;
-  if (name == "char") return TokenizerKind::kChar;
-  if (name == "zh") return TokenizerKind::kZh;
-  if (name == "none") return TokenizerKind::kNone;
-  throw UsageError("unknown tokenizer '" + name + "' (choose from 13a, intl, char, zh, none)");
+  TokenizerKind kind{};
+  if (!config::parse_choice(name, kind))
+    throw UsageError("unknown tokenizer '" + name + "' (choose from " + config::names_joined<TokenizerKind>() + ")");
+  return kind;
 }
 
-const char* tokenizer_name(TokenizerKind kind) {
-  switch (kind) {
-    case TokenizerKind::k13a: return "13a";
-    case TokenizerKind::kIntl: return "intl";
-    case TokenizerKind::kChar: return "char";
-    case TokenizerKind::kZh: return "zh";
-    case TokenizerKind::kNone: return "none";
-  }
-  return "?";
-}
+const char* tokenizer_name(TokenizerKind kind) { return config::name_of(kind); }
 
 void tokenize(TokenizerKind kind, std::string_view line, std::string& out) {
   switch (kind) {

@@ -5,6 +5,8 @@
 #include <string>
 #include <string_view>
 
+#include "core/config/choice.h"
+
 namespace parla::metrics {
 
 enum class TokenizerKind { k13a, kIntl, kChar, kZh, kNone };
@@ -35,3 +37,7 @@ void normalize_whitespace(std::string_view line, std::string& out);
 bool is_zh_tokenizer_char(char32_t cp);
 
 }  // namespace parla::metrics
+
+PARLA_CHOICES(parla::metrics::TokenizerKind, {parla::metrics::TokenizerKind::k13a, "13a"},
+              {parla::metrics::TokenizerKind::kIntl, "intl"}, {parla::metrics::TokenizerKind::kChar, "char"},
+              {parla::metrics::TokenizerKind::kZh, "zh"}, {parla::metrics::TokenizerKind::kNone, "none"});

@@ -36,6 +36,14 @@ std::vector<std::string> names_of() {
   return out;
 }
 
+// "a, b, c": the names, for messages.
+template <class E>
+std::string names_joined() {
+  std::string out;
+  for (const auto& [v, name] : Choices<E>::names) out += (out.empty() ? "" : ", ") + std::string(name);
+  return out;
+}
+
 // False when `text` names no value of E.
 template <class E>
 bool parse_choice(std::string_view text, E& out) {
