@@ -130,6 +130,26 @@ ModelConfig read_bart_config(const formats::JsonFields& c, const std::string& co
   return cfg;
 }
 
+nlohmann::json bart_config_json(const ModelConfig& cfg, int64_t max_positions) {
+  return {{"d_model", cfg.d_model},
+          {"encoder_layers", cfg.encoder_layers},
+          {"decoder_layers", cfg.decoder_layers},
+          {"encoder_attention_heads", cfg.heads},
+          {"decoder_attention_heads", cfg.heads},
+          {"encoder_ffn_dim", cfg.ffn_dim},
+          {"decoder_ffn_dim", cfg.ffn_dim},
+          {"activation_function", cfg.activation},
+          {"dropout", cfg.dropout},
+          {"attention_dropout", cfg.attention_dropout},
+          {"activation_dropout", cfg.activation_dropout},
+          {"encoder_layerdrop", 0.0},
+          {"decoder_layerdrop", 0.0},
+          {"max_position_embeddings", max_positions},
+          {"scale_embedding", cfg.scale_embeddings},
+          {"is_encoder_decoder", true},
+          {"use_cache", true}};
+}
+
 void read_hf_layers(HfWeights& w, ImportedModel& m) {
   const int64_t d = m.model.d_model, ffn = m.model.ffn_dim;
   auto linear = [&](const std::string& from, const std::string& to, int64_t out, int64_t in) {

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
 #include <torch/types.h>
 
 #include "convert/imported_model.h"
@@ -51,6 +52,9 @@ class HfWeights {
 // (two head counts, two ffn widths, another activation). The importer sets the rest (norm, positions, start).
 ModelConfig read_bart_config(const formats::JsonFields& c, const std::string& config_path,
                              const std::string& default_activation);
+
+// Exporting: what read_bart_config reads, written back for `cfg` (the architecture-specific keys are the caller's).
+nlohmann::json bart_config_json(const ModelConfig& cfg, int64_t max_positions);
 
 // The encoder and decoder layers of a BART-family folder (MarianMT, M2M-100: the same weight names,
 // convert/hf_marian_layout.h) into m.weights under parla's names, sized by m.model.

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "convert/hf_marian_layout.h"
+#include "convert/hf_folder.h"
 #include "convert/hf_folder_writer.h"
 #include "core/config.h"
 #include "core/error.h"
@@ -230,31 +231,15 @@ void export_hf_m2m100(const std::string& checkpoint, const std::string& out) {
                params[std::string(side) + ".final_norm." + p].detach().to(torch::kFloat).contiguous());
 
   const int64_t vocab_size = static_cast<int64_t>(hf_pieces.size());
-  const nlohmann::json config = {{"architectures", {"M2M100ForConditionalGeneration"}},
-                                 {"model_type", "m2m_100"},
-                                 {"vocab_size", vocab_size},
-                                 {"d_model", cfg.d_model},
-                                 {"encoder_layers", cfg.encoder_layers},
-                                 {"decoder_layers", cfg.decoder_layers},
-                                 {"encoder_attention_heads", cfg.heads},
-                                 {"decoder_attention_heads", cfg.heads},
-                                 {"encoder_ffn_dim", cfg.ffn_dim},
-                                 {"decoder_ffn_dim", cfg.ffn_dim},
-                                 {"activation_function", cfg.activation},
-                                 {"dropout", cfg.dropout},
-                                 {"attention_dropout", cfg.attention_dropout},
-                                 {"activation_dropout", cfg.activation_dropout},
-                                 {"encoder_layerdrop", 0.0},
-                                 {"decoder_layerdrop", 0.0},
-                                 {"max_position_embeddings", cfg.max_positions},
-                                 {"scale_embedding", cfg.scale_embeddings},
-                                 {"tie_word_embeddings", true},
-                                 {"bos_token_id", kHfBos},
-                                 {"pad_token_id", kHfPad},
-                                 {"eos_token_id", kHfEos},
-                                 {"decoder_start_token_id", kHfEos},
-                                 {"is_encoder_decoder", true},
-                                 {"use_cache", true}};
+  nlohmann::json config = {{"architectures", {"M2M100ForConditionalGeneration"}},
+                           {"model_type", "m2m_100"},
+                           {"vocab_size", vocab_size},
+                           {"tie_word_embeddings", true},
+                           {"bos_token_id", kHfBos},
+                           {"pad_token_id", kHfPad},
+                           {"eos_token_id", kHfEos},
+                           {"decoder_start_token_id", kHfEos}};
+  config.update(bart_config_json(cfg, cfg.max_positions));
   const nlohmann::json generation = {{"bos_token_id", kHfBos}, {"decoder_start_token_id", kHfEos},
                                      {"eos_token_id", kHfEos}, {"pad_token_id", kHfPad}};
   nlohmann::json language_tokens = nlohmann::json::array();

@@ -6,6 +6,7 @@
 #include <torch/torch.h>
 
 #include "convert/hf_marian_layout.h"
+#include "convert/hf_folder.h"
 #include "convert/hf_folder_writer.h"
 #include "core/config.h"
 #include "core/error.h"
@@ -100,29 +101,13 @@ void export_hf_marian(const std::string& checkpoint, const std::string& out) {
       {"model_type", "marian"},
       {"vocab_size", vs},
       {"decoder_vocab_size", vt},
-      {"d_model", d},
-      {"encoder_layers", cfg.encoder_layers},
-      {"decoder_layers", cfg.decoder_layers},
-      {"encoder_attention_heads", cfg.heads},
-      {"decoder_attention_heads", cfg.heads},
-      {"encoder_ffn_dim", cfg.ffn_dim},
-      {"decoder_ffn_dim", cfg.ffn_dim},
-      {"activation_function", cfg.activation},
-      {"dropout", cfg.dropout},
-      {"attention_dropout", cfg.attention_dropout},
-      {"activation_dropout", cfg.activation_dropout},
-      {"encoder_layerdrop", 0.0},
-      {"decoder_layerdrop", 0.0},
-      {"max_position_embeddings", max_positions},
-      {"scale_embedding", cfg.scale_embeddings},
       {"share_encoder_decoder_embeddings", cfg.share_embeddings},
       {"tie_word_embeddings", cfg.tie_output},
       {"pad_token_id", parla::kPadId},
       {"eos_token_id", parla::kEosId},
       {"forced_eos_token_id", parla::kEosId},
-      {"decoder_start_token_id", model->start_id()},
-      {"is_encoder_decoder", true},
-      {"use_cache", true}};
+      {"decoder_start_token_id", model->start_id()}};
+  config.update(bart_config_json(cfg, max_positions));
   nlohmann::json bad_words = nlohmann::json::array({nlohmann::json::array({parla::kPadId})});
   if (bos_start) bad_words.push_back(nlohmann::json::array({parla::kBosId}));
   nlohmann::json generation = {{"decoder_start_token_id", model->start_id()},

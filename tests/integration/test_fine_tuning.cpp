@@ -105,6 +105,16 @@ std::vector<double> train_losses(const std::string& save_dir) {
   return out;
 }
 
+// The means of the first and of the last n losses.
+std::pair<double, double> first_and_last_means(const std::vector<double>& losses, size_t n) {
+  double first = 0, last = 0;
+  for (size_t i = 0; i < n; ++i) {
+    first += losses[i] / static_cast<double>(n);
+    last += losses[losses.size() - 1 - i] / static_cast<double>(n);
+  }
+  return {first, last};
+}
+
 }  // namespace
 
 TEST_CASE("an imported model fine-tunes: its vocabularies encode the corpus and training starts from its weights") {
@@ -180,11 +190,7 @@ TEST_CASE("an imported model fine-tunes: its vocabularies encode the corpus and 
   REQUIRE(l.exit_code == 0);
   const auto losses = train_losses(save2);
   REQUIRE(losses.size() == 40);
-  double first = 0, last = 0;
-  for (int i = 0; i < 5; ++i) {
-    first += losses[static_cast<size_t>(i)] / 5;
-    last += losses[losses.size() - 1 - static_cast<size_t>(i)] / 5;
-  }
+  const auto [first, last] = first_and_last_means(losses, 5);
   CHECK(last < first - 0.5);
 }
 
@@ -354,11 +360,7 @@ TEST_CASE("an imported M2M-100 or NLLB-200 model fine-tunes: each side starts wi
       const double bleu_de = learn_and_score(data, f.checkpoint, learned, 1000, "1e-2");
       const auto losses = train_losses(learned);
       REQUIRE(losses.size() == 1000);
-      double first = 0, last = 0;
-      for (int i = 0; i < 20; ++i) {
-        first += losses[static_cast<size_t>(i)] / 20;
-        last += losses[losses.size() - 1 - static_cast<size_t>(i)] / 20;
-      }
+      const auto [first, last] = first_and_last_means(losses, 20);
       CHECK(last < first - 1.0);
       CHECK(bleu_de > 5);
 
