@@ -61,14 +61,14 @@ std::string warn_cut_chars(const std::string& where, uint64_t bytes, size_t max_
 
 Translator::Translator(std::shared_ptr<models::Seq2SeqModel> model, text::SentencePieceVocab source_vocab,
                        text::SentencePieceVocab target_vocab, const DecodingConfig& cfg, uint64_t seed,
-                       const c10::Device& device, const nlohmann::json& languages)
+                       const c10::Device& device, c10::ScalarType precision, const nlohmann::json& languages)
     : model_(std::move(model)),
       src_vocab_(std::move(source_vocab)),
       tgt_vocab_(std::move(target_vocab)),
       cfg_(cfg),
       options_(SearchOptions::from_config(cfg)),
       device_(device),
-      precision_(runtime::resolve_precision(cfg.precision, device, "decoding.precision")),
+      precision_(precision),
       generator_(make_generator(seed, device)) {
   if (model_->vocab_size() != tgt_vocab_.size())
     throw DataError("the model's target vocabulary has " + std::to_string(model_->vocab_size()) +
@@ -107,7 +107,8 @@ namespace {
 Translator load_translator(const std::vector<std::string>& checkpoints, const DecodingConfig& cfg, uint64_t seed,
                            const c10::Device& device) {
   if (checkpoints.empty()) throw UsageError("no model given: pass a checkpoint with -m/--models");
-  runtime::resolve_precision(cfg.precision, device, "decoding.precision");  // before loading: int8 on a GPU
+  // Before loading: int8 on a GPU is refused without reading a file.
+  const c10::ScalarType precision = runtime::resolve_precision(cfg.precision, device, "decoding.precision");
   std::vector<std::shared_ptr<models::Seq2SeqModel>> members;
   models::ModelMeta first;
   // The first checkpoint's SentencePiece models build on another thread while its weights load (start-up: 0.1-0.2 s
@@ -151,7 +152,7 @@ Translator load_translator(const std::vector<std::string>& checkpoints, const De
   }
   auto [src, tgt] = vocabularies.get();
   try {
-    return Translator(model, src, tgt, cfg, seed, device, first.languages);
+    return Translator(model, src, tgt, cfg, seed, device, precision, first.languages);
   } catch (const DataError& e) {
     throw DataError("checkpoint " + checkpoints[0] + ": " + e.what());
   }

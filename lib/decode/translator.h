@@ -39,14 +39,13 @@ struct TranslationStats {
 class Translator {
  public:
   // `model` may be an Ensemble; it is moved to `device` (resolved by runtime::resolve_device), where batches,
-  // search and the sampling generator (seeded with `seed`) live too. cfg.precision is resolved for that device
-  // (ConfigError naming decoding.precision, e.g. fp16 on a CPU) and decoding runs under its autocast.
+  // search and the sampling generator (seeded with `seed`) live too. Decoding runs under autocast to `precision`
+  // (cfg.precision resolved for that device by runtime::resolve_precision, once, by load()).
   // `languages`: a multilingual model's (models::ModelMeta::languages), resolved with decoding.source_lang,
   // target_lang and target_prefix (decode/language_tokens.h).
   Translator(std::shared_ptr<models::Seq2SeqModel> model, text::SentencePieceVocab source_vocab,
-             text::SentencePieceVocab target_vocab, const DecodingConfig& cfg, uint64_t seed,
-             const c10::Device& device = c10::Device(c10::DeviceType::CPU),
-             const nlohmann::json& languages = nlohmann::json::object());
+             text::SentencePieceVocab target_vocab, const DecodingConfig& cfg, uint64_t seed, const c10::Device& device,
+             c10::ScalarType precision, const nlohmann::json& languages = nlohmann::json::object());
 
   // Loads one checkpoint, or several as an ensemble (they must carry identical SentencePiece models and
   // vocabulary sizes), onto `device`. DataError naming the file for a missing, corrupt, non-parla or

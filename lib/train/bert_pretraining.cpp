@@ -7,7 +7,6 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "runtime/runtime_device.h"
 #include "models/bert_masking.h"
 #include "models/factory.h"
 #include "train/validator.h"
@@ -155,14 +154,13 @@ LossTerms BertPretrainingTask::loss(const data::Batch& batch) {
   return t;
 }
 
-ValidationResult BertPretrainingTask::validate(const torch::Device& device) {
+ValidationResult BertPretrainingTask::validate(const torch::Device& device, c10::ScalarType precision) {
   model_->eval();
   // The same masks at every validation (own generator), so that the figures are comparable.
   std::mt19937_64 rng(static_cast<uint64_t>(cfg_.runtime.seed) + 12345);
   std::vector<data::Batch> batches;
   for (const auto& ids : valid_plan_) batches.push_back(collate(valid_->src, valid_pairs_, ids, rng));
-  auto r = evaluate_loss(*this, batches, device,
-                         runtime::resolve_precision(cfg_.training.precision, device, "training.precision"));
+  auto r = evaluate_loss(*this, batches, device, precision);
   torch::NoGradGuard no_grad;
   int64_t correct = 0, total = 0;
   for (const auto& b : batches) {

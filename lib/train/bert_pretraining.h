@@ -44,7 +44,7 @@ class BertPretrainingTask : public Task {
   size_t num_terms() const override { return 2; }
   std::vector<double> counts(const data::Batch& batch) const override;
   LossTerms loss(const data::Batch& batch) override;
-  ValidationResult validate(const torch::Device& device) override;
+  ValidationResult validate(const torch::Device& device, c10::ScalarType precision) override;
   void save_state(models::TensorArchive& archive) const override;
   void load_state(const models::TensorArchive& archive) override;
 

@@ -52,9 +52,10 @@ class Task {
   }
   // Forward pass and loss terms (the model's train/eval mode is the caller's).
   virtual LossTerms loss(const data::Batch& batch) = 0;
-  // Loss and perplexity over the validation split (and BLEU when the task decodes). Leaves the model in eval
-  // mode; must not disturb any random generator the training uses.
-  virtual ValidationResult validate(const torch::Device& device) = 0;
+  // Loss and perplexity over the validation split (and BLEU when the task decodes), under autocast to
+  // `precision` (the training's, resolved once by the trainer). Leaves the model in eval mode; must not disturb any
+  // random generator the training uses.
+  virtual ValidationResult validate(const torch::Device& device, c10::ScalarType precision) = 0;
   // Random state of the task itself (not torch's global generator).
   // Entries are named "task_state.<what>".
   virtual void save_state(models::TensorArchive&) const {}

@@ -302,7 +302,7 @@ struct Trainer::Impl {
   ValidationVerdict validate(TrainResult& result, TrainingReporter& reporter) {
     const auto rng = GeneratorStates::capture(device);
     auto t0 = Clock::now();
-    ValidationResult r = with_averaged_weights(ema.get(), [&] { return task->validate(device); });
+    ValidationResult r = with_averaged_weights(ema.get(), [&] { return task->validate(device, precision); });
     model->train();
     rng.restore(device);
     double secs = std::chrono::duration<double>(Clock::now() - t0).count();

@@ -6,7 +6,6 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "runtime/runtime_device.h"
 #include "models/bert.h"
 #include "models/allocation_budget.h"
 #include "models/checkpoint.h"
@@ -76,10 +75,9 @@ LossTerms TranslationTask::loss(const data::Batch& batch) {
   return t;
 }
 
-ValidationResult TranslationTask::validate(const torch::Device& device) {
+ValidationResult TranslationTask::validate(const torch::Device& device, c10::ScalarType precision) {
   model_->eval();
-  ValidationResult r = evaluate_loss(*this, valid_batches_, device,
-                                     runtime::resolve_precision(cfg_.training.precision, device, "training.precision"));
+  ValidationResult r = evaluate_loss(*this, valid_batches_, device, precision);
   if (cfg_.training.valid_bleu && !valid_ids_.empty()) {
     auto options = decode::SearchOptions::from_config(cfg_.decoding);
     options.beam_size = cfg_.training.valid_beam_size;

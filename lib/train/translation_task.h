@@ -26,7 +26,7 @@ class TranslationTask : public Task {
   const data::LengthTable& train_lengths() const override { return train_table_; }
   data::Batch train_batch(const std::vector<int64_t>& ids, int64_t epoch) override;
   LossTerms loss(const data::Batch& batch) override;
-  ValidationResult validate(const torch::Device& device) override;
+  ValidationResult validate(const torch::Device& device, c10::ScalarType precision) override;
 
   // Copies a BERT checkpoint's encoder into the model (models::init_encoder_from_bert).
   void init_encoder_from(const std::string& bert_checkpoint);
