@@ -6,12 +6,20 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/config/decoding_config.h"
+
 namespace parla::decode {
 
+// decoding.batch_size, batch_tokens and maxi_batch (their defaults are the config's: from_config makes one).
 struct BatchLimits {
-  size_t batch_size = 32;  // sentences per batch, used when batch_tokens is 0
-  size_t batch_tokens = 0; // padded tokens per batch (longest source x sentences); 0 = by sentences
-  size_t maxi_batch = 20;  // batches per sorted window
+  size_t batch_size{};    // sentences per batch, used when batch_tokens is 0
+  size_t batch_tokens{};  // padded tokens per batch (longest source x sentences); 0 = by sentences
+  size_t maxi_batch{};    // batches per sorted window
+
+  static BatchLimits from_config(const DecodingConfig& decoding) {
+    return {static_cast<size_t>(decoding.batch_size), static_cast<size_t>(decoding.batch_tokens),
+            static_cast<size_t>(decoding.maxi_batch)};
+  }
 };
 
 // Batching by sentences also caps a batch at batch_size x this many padded source tokens. Decoding memory grows

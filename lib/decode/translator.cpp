@@ -238,8 +238,7 @@ std::vector<std::string> Translator::translate_lines(const std::vector<std::stri
   std::vector<NBestList> results(n);
   std::vector<size_t> lengths;
   for (size_t i : todo) lengths.push_back(ids[i].size());
-  BatchLimits limits{static_cast<size_t>(cfg_.batch_size), static_cast<size_t>(cfg_.batch_tokens),
-                     static_cast<size_t>(cfg_.maxi_batch)};
+  const BatchLimits limits = BatchLimits::from_config(cfg_);
   std::vector<std::vector<size_t>> batches;
   for (const auto& batch : plan_batches(lengths, limits)) {
     std::vector<size_t> rows;
@@ -303,8 +302,7 @@ std::vector<std::string> Translator::translate_lines(const std::vector<std::stri
 TranslationStats Translator::translate_stream(std::istream& in, OutputFile& out) {
   const auto start = Clock::now();
   LineReader reader(in, max_chars_);
-  BatchLimits limits{static_cast<size_t>(cfg_.batch_size), static_cast<size_t>(cfg_.batch_tokens),
-                     static_cast<size_t>(cfg_.maxi_batch)};
+  const BatchLimits limits = BatchLimits::from_config(cfg_);
   const size_t window = cfg_.line_buffered ? 1 : window_sentences(limits);
   std::vector<std::string> lines;
   std::string line;

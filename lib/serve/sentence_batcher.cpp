@@ -9,6 +9,20 @@
 #include "serve/server_metrics.h"
 
 namespace parla::serve {
+
+BatcherLimits BatcherLimits::from_config(const ServeConfig& serve) {
+  BatcherLimits b;
+  b.batch_size = static_cast<size_t>(serve.batch_size);
+  b.batch_tokens = static_cast<size_t>(serve.batch_tokens);
+  b.max_wait_ms = serve.max_wait_ms;
+  b.batch_requests = static_cast<size_t>(serve.batch_requests);
+  b.join_min = static_cast<size_t>(serve.join_min);
+  b.max_queue = static_cast<size_t>(serve.max_queue);
+  b.max_queued_cost = serve.max_queued_cost;
+  b.preempt_ms = serve.preempt_ms;
+  b.max_batch_cost = serve.max_batch_cost;
+  return b;
+}
 namespace {
 
 // The summed and the largest sentence_cost of a batch or a stream: its memory and its duration.

@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/config/serve_config.h"
 #include "decode/search_options.h"
 #include "serve/translate_request.h"
 
@@ -77,17 +78,20 @@ std::unique_ptr<DecodingStream> as_decoding_stream(std::unique_ptr<Stream> strea
   return a;
 }
 
+// The serve section's batching keys (their defaults are the config's: from_config is the way to make one).
 struct BatcherLimits {
-  size_t batch_size = 64;     // sentences per batch
-  size_t batch_tokens = 0;    // padded source tokens per batch (EOS included); 0 = no token budget
-  double max_wait_ms = 5;     // the wait (from the oldest sentence's arrival or the last batch's end, whichever is
-                              // later) before a batch that is not full is decoded anyway
-  size_t batch_requests = 0;  // requests per batch; 0 = any
-  size_t join_min = 1;        // continuous: sentences that join a running stream together (or all it has room for)
-  size_t max_queue = 4096;    // sentences waiting; submit() refuses a request that would exceed it
-  double max_queued_cost = 0; // decoding cost waiting (sentence_cost summed); submit() refuses beyond; 0 = any
-  double preempt_ms = 0;      // a batch that has decoded this long lets cheaper sentences go first; 0 = never
-  double max_batch_cost = 0;  // sentence_cost summed over a batch (a sentence alone beyond forms a batch); 0 = any
+  size_t batch_size{};       // sentences per batch
+  size_t batch_tokens{};     // padded source tokens per batch (EOS included); 0 = no token budget
+  double max_wait_ms{};      // the wait (from the oldest sentence's arrival or the last batch's end, whichever is
+                             // later) before a batch that is not full is decoded anyway
+  size_t batch_requests{};   // requests per batch; 0 = any
+  size_t join_min{};         // continuous: sentences that join a running stream together (or all it has room for)
+  size_t max_queue{};        // sentences waiting; submit() refuses a request that would exceed it
+  double max_queued_cost{};  // decoding cost waiting (sentence_cost summed); submit() refuses beyond; 0 = any
+  double preempt_ms{};       // a batch that has decoded this long lets cheaper sentences go first; 0 = never
+  double max_batch_cost{};   // sentence_cost summed over a batch (a sentence alone beyond forms a batch); 0 = any
+
+  static BatcherLimits from_config(const ServeConfig& serve);
 };
 
 // What one sentence may cost to decode, the unit of serve.max_queued_cost: beam size x the output tokens its

@@ -42,16 +42,7 @@ void TranslationService::start(Backend backend) {
     limits_.search = *backend.search;
     limits_.search.beam_size = std::min(limits_.search.beam_size, serve_.max_beam_size);
   }
-  BatcherLimits b;
-  b.batch_size = static_cast<size_t>(serve_.batch_size);
-  b.batch_tokens = static_cast<size_t>(serve_.batch_tokens);
-  b.max_wait_ms = serve_.max_wait_ms;
-  b.batch_requests = static_cast<size_t>(serve_.batch_requests);
-  b.join_min = static_cast<size_t>(serve_.join_min);
-  b.max_queue = static_cast<size_t>(serve_.max_queue);
-  b.max_queued_cost = serve_.max_queued_cost;
-  b.preempt_ms = serve_.preempt_ms;
-  b.max_batch_cost = serve_.max_batch_cost;
+  const BatcherLimits b = BatcherLimits::from_config(serve_);
   auto batcher = backend.open_stream
                      ? std::make_shared<SentenceBatcher>(b, backend.open_stream, &metrics_, backend.decode)
                      : std::make_shared<SentenceBatcher>(b, backend.decode, &metrics_);

@@ -11,6 +11,7 @@
 #include <catch2/catch.hpp>
 
 #include "serve/search_with.h"
+#include "serve/batcher_limits.h"
 #include "serve/sentence_batcher.h"
 #include "serve/server_metrics.h"
 
@@ -84,7 +85,7 @@ void check_results(const std::shared_ptr<Ticket>& t, const std::vector<std::vect
 TEST_CASE("sentences of many requests are decoded together and each result returns to its request") {
   Recorder rec;
   rec.hold = true;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.batch_size = 16;
   limits.max_wait_ms = 10000;  // only full batches until the end
   ServerMetrics metrics;
@@ -120,7 +121,7 @@ TEST_CASE("sentences of many requests are decoded together and each result retur
 TEST_CASE("a large request does not hold back a small one that arrives after it") {
   Recorder rec;
   rec.hold = true;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.batch_size = 8;
   limits.max_wait_ms = 0;
   SentenceBatcher batcher(limits, rec.decoder());
@@ -154,7 +155,7 @@ TEST_CASE("a large request does not hold back a small one that arrives after it"
 TEST_CASE("batch_requests = 1 keeps each batch to one request, and different options never share a batch") {
   Recorder rec;
   rec.hold = true;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.batch_size = 64;
   limits.max_wait_ms = 0;
   limits.batch_requests = 1;
@@ -193,7 +194,7 @@ TEST_CASE("batch_requests = 1 keeps each batch to one request, and different opt
 TEST_CASE("sentences share a batch only when all their search options are equal, not just beam size and n-best") {
   Recorder rec;
   rec.hold = true;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.batch_size = 64;
   limits.max_wait_ms = 0;
   SentenceBatcher batcher(limits, rec.decoder());
@@ -215,7 +216,7 @@ TEST_CASE("sentences share a batch only when all their search options are equal,
 TEST_CASE("the token budget bounds every batch's padded size unless one sentence alone exceeds it") {
   Recorder rec;
   rec.hold = true;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.batch_size = 1000;
   limits.batch_tokens = 40;
   limits.max_wait_ms = 0;
@@ -239,7 +240,7 @@ TEST_CASE("the token budget bounds every batch's padded size unless one sentence
 
 TEST_CASE("a batch that is not full waits max_wait_ms for company, then is decoded") {
   Recorder rec;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.batch_size = 64;
   limits.max_wait_ms = 150;
   SentenceBatcher batcher(limits, rec.decoder());
@@ -262,7 +263,7 @@ TEST_CASE("a batch that is not full waits max_wait_ms for company, then is decod
 TEST_CASE("after a batch, the clients it answered get max_wait_ms to join the next one") {
   Recorder rec;
   rec.hold = true;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.batch_size = 64;
   limits.max_wait_ms = 300;
   SentenceBatcher batcher(limits, rec.decoder());
@@ -284,7 +285,7 @@ TEST_CASE("after a batch, the clients it answered get max_wait_ms to join the ne
 TEST_CASE("empty lines are answered at once, a full queue refuses a request whole") {
   Recorder rec;
   rec.hold = true;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.max_queue = 5;
   limits.max_wait_ms = 10000;
   SentenceBatcher batcher(limits, rec.decoder());
@@ -306,7 +307,7 @@ TEST_CASE("empty lines are answered at once, a full queue refuses a request whol
 TEST_CASE("a cancelled request's waiting sentences are dropped, not decoded") {
   Recorder rec;
   rec.delay = 20ms;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.batch_size = 2;
   limits.max_wait_ms = 0;
   ServerMetrics metrics;
@@ -328,7 +329,7 @@ TEST_CASE("a cancelled request's waiting sentences are dropped, not decoded") {
 
 TEST_CASE("a decoder failure fails the requests of its batch with the reason, and the next batch goes on") {
   std::atomic<int> calls{0};
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.max_wait_ms = 0;
   SentenceBatcher batcher(limits, [&](const std::vector<std::vector<int>>& s, const SearchOptions&) {
     if (calls++ == 0) throw std::runtime_error("out of memory");
@@ -366,7 +367,7 @@ TEST_CASE("the metrics are Prometheus text with cumulative histogram buckets") {
 
 TEST_CASE("a ticket calls its on_done once when done or failed, at once if it already is, never if cancelled") {
   Recorder rec;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.max_wait_ms = 0;
   SentenceBatcher batcher(limits, rec.decoder());
   std::atomic<int> calls{0};

@@ -12,6 +12,7 @@
 #include <catch2/catch.hpp>
 
 #include "serve/search_with.h"
+#include "serve/batcher_limits.h"
 #include "serve/sentence_batcher.h"
 #include "serve/server_metrics.h"
 
@@ -114,7 +115,7 @@ void check_answered(const std::shared_ptr<Ticket>& t, const std::vector<std::vec
 TEST_CASE("continuous batching: a short sentence joins a long one's running batch and finishes first",
           "[continuous]") {
   StreamLog log;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.max_wait_ms = 0;
   SentenceBatcher batcher(limits, toy_opener(log));
   std::vector<std::vector<int>> long_one{sentence_of(1, 400)}, short_one{sentence_of(2, 3)};
@@ -132,7 +133,7 @@ TEST_CASE("continuous batching: a short sentence joins a long one's running batc
 TEST_CASE("continuous batching: the stream never holds more than batch_size sentences, and every result returns "
           "to its request", "[continuous]") {
   StreamLog log;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.batch_size = 4;
   limits.max_wait_ms = 1;
   SentenceBatcher batcher(limits, toy_opener(log));
@@ -153,7 +154,7 @@ TEST_CASE("continuous batching: the stream never holds more than batch_size sent
 TEST_CASE("continuous batching: a request with other settings waits for the stream to drain, and later requests "
           "do not jump ahead of it", "[continuous]") {
   StreamLog log;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.max_wait_ms = 0;
   SentenceBatcher batcher(limits, toy_opener(log));
   std::vector<std::vector<int>> a{sentence_of(1, 60)}, b{sentence_of(2, 2)}, c{sentence_of(3, 2)};
@@ -176,7 +177,7 @@ TEST_CASE("continuous batching: a request with other settings waits for the stre
 TEST_CASE("continuous batching: a failing step fails the sentences in the stream with the reason, and the next "
           "request is served", "[continuous]") {
   StreamLog log;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.max_wait_ms = 0;
   SentenceBatcher batcher(limits, toy_opener(log));
   log.fail_next_step = true;
@@ -190,7 +191,7 @@ TEST_CASE("continuous batching: a failing step fails the sentences in the stream
 
 TEST_CASE("continuous batching: stopping fails what is still decoding or waiting", "[continuous]") {
   StreamLog log;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.max_wait_ms = 0;
   auto batcher = std::make_unique<SentenceBatcher>(limits, toy_opener(log));
   std::vector<std::vector<int>> a{sentence_of(1, 100000)};
@@ -203,7 +204,7 @@ TEST_CASE("continuous batching: stopping fails what is still decoding or waiting
 
 TEST_CASE("continuous batching: with join_min, waiting sentences join a running stream in groups", "[continuous]") {
   StreamLog log;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.max_wait_ms = 0;
   limits.join_min = 3;
   SentenceBatcher batcher(limits, toy_opener(log));
@@ -229,7 +230,7 @@ TEST_CASE("continuous batching: with join_min, waiting sentences join a running 
 
 TEST_CASE("continuous batching: a cancelled request's sentences leave the stream at the next step", "[continuous]") {
   StreamLog log;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.max_wait_ms = 0;
   ServerMetrics metrics;
   SentenceBatcher batcher(limits, toy_opener(log), &metrics);
@@ -254,7 +255,7 @@ TEST_CASE("continuous batching: a cancelled request's sentences leave the stream
 TEST_CASE("continuous batching: at its deadline a request is answered and its sentences leave the running search",
           "[continuous]") {
   StreamLog log;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.max_wait_ms = 0;
   SentenceBatcher batcher(limits, toy_opener(log));
   // Two sentences that would take 100,000 steps each (100 s), and one of 20 steps that finishes in time.
@@ -291,7 +292,7 @@ TEST_CASE("continuous batching: at its deadline a request is answered and its se
 TEST_CASE("continuous batching with preemption: a cheap request with other settings is decoded by the static "
           "decoder between the stream's steps instead of waiting for it to drain", "[continuous]") {
   StreamLog log;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.max_wait_ms = 0;
   limits.preempt_ms = 20;
   std::atomic<int> static_batches{0};
@@ -316,7 +317,7 @@ TEST_CASE("continuous batching with preemption: a cheap request with other setti
 
 TEST_CASE("continuous batching: sentences join a running stream only within serve.max_batch_cost", "[continuous]") {
   StreamLog log;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.max_wait_ms = 0;
   const auto opts = search_with(5, 1);
   limits.max_batch_cost = 3 * sentence_cost(opts, 20);  // room for three sentences of 20 pieces

@@ -11,6 +11,7 @@
 
 #include "decode/between_steps.h"
 #include "serve/search_with.h"
+#include "serve/batcher_limits.h"
 #include "serve/sentence_batcher.h"
 #include "serve/server_metrics.h"
 
@@ -89,7 +90,7 @@ void check_stepped(const std::shared_ptr<Ticket>& t, const std::vector<std::vect
 
 // Batches of up to 8 sentences, decoded at once, preempted after `preempt_ms`.
 BatcherLimits preempting(double preempt_ms) {
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.batch_size = 8;
   limits.max_wait_ms = 0;
   limits.preempt_ms = preempt_ms;
@@ -206,7 +207,7 @@ TEST_CASE("serve.max_batch_cost bounds the summed cost of every batch, and a sen
           "a batch") {
   std::mutex mutex;
   std::vector<double> costs;
-  BatcherLimits limits;
+  BatcherLimits limits = parla::testing::plain_batcher_limits();
   limits.batch_size = 64;
   limits.max_wait_ms = 0;
   limits.max_batch_cost = 4000;
