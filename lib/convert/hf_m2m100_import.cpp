@@ -73,6 +73,71 @@ std::string language_of(const std::string& token) {
   return "";
 }
 
+// The whole vocabulary of `dir` into `table`: the base (M2M-100's vocab.json, or NLLB's tokenizer.json), then the
+// added tokens of tokenizer.json, tokenizer_config.json (`tok_config`) and added_tokens.json.
+void read_vocabulary(const std::string& dir, const nlohmann::json& tok_config, VocabularyTable& table) {
+  const fs::path vocab_json = fs::path(dir) / "vocab.json", tokenizer_json = fs::path(dir) / "tokenizer.json",
+                 tokenizer_config = fs::path(dir) / "tokenizer_config.json", added_json = fs::path(dir) / "added_tokens.json";
+  if (fs::exists(vocab_json)) {
+    const auto base = read_hf_vocab(vocab_json.string());
+    for (size_t id = 0; id < base.size(); ++id) table.set(static_cast<int64_t>(id), base[id], vocab_json.string(), false);
+  }
+  if (fs::exists(tokenizer_json)) {
+    // NLLB's is 17 MB; tokenizers writes its BPE vocab as {piece: id} and its added tokens with their ids.
+    const auto t = read_json_file(tokenizer_json.string(), 64u << 20);
+    const std::string where = tokenizer_json.string();
+    try {
+      if (!fs::exists(vocab_json) && t.contains("model") && t["model"].contains("vocab") && t["model"]["vocab"].is_object())
+        for (const auto& [piece, id] : t["model"]["vocab"].items()) table.set(id.get<int64_t>(), piece, where, false);
+      if (t.contains("added_tokens"))
+        for (const auto& a : t.at("added_tokens")) {
+          const std::string piece = a.at("content").get<std::string>();
+          table.set(a.at("id").get<int64_t>(), piece, where, a.value("special", false) && !is_plain_special(piece));
+        }
+    } catch (const nlohmann::json::exception& e) {
+      throw DataError(where + ": not a tokenizers file parla understands (" + std::string(e.what()).substr(0, 200) + ")");
+    }
+  }
+  try {
+    if (tok_config.contains("added_tokens_decoder"))
+      for (const auto& [id, a] : tok_config["added_tokens_decoder"].items()) {
+        const std::string piece = a.at("content").get<std::string>();
+        table.set(std::stoll(id), piece, tokenizer_config.string(), a.value("special", false) && !is_plain_special(piece));
+      }
+  } catch (const std::exception& e) {
+    throw DataError(tokenizer_config.string() + ": added_tokens_decoder is malformed (" + std::string(e.what()).substr(0, 200) + ")");
+  }
+  if (fs::exists(added_json)) {
+    const auto a = read_json_file(added_json.string(), 16u << 20);
+    if (!a.is_object()) throw DataError(added_json.string() + ": not a JSON object of token -> id");
+    for (const auto& [piece, id] : a.items()) {
+      if (!id.is_number_integer()) throw DataError(added_json.string() + ": the id of '" + piece.substr(0, 60) + "' is not an integer");
+      table.set(id.get<int64_t>(), piece, added_json.string(), !is_plain_special(piece));
+    }
+  }
+}
+
+// The model's languages (models::ModelMeta::languages): the tokenizer's list of codes (transformers 5 writes
+// extra_special_tokens, 4 additional_special_tokens), or every control token shaped like a code, and its default
+// src_lang / tgt_lang.
+nlohmann::json languages_of(const nlohmann::json& tok_config, const VocabularyTable& table) {
+  nlohmann::json codes = nlohmann::json::object();
+  for (const char* key : {"extra_special_tokens", "additional_special_tokens"})
+    if (tok_config.contains(key) && tok_config[key].is_array())
+      for (const auto& token : tok_config[key])
+        if (token.is_string() && table.controls().count(token.get<std::string>()) &&
+            !language_of(token.get<std::string>()).empty())
+          codes[language_of(token.get<std::string>())] = token.get<std::string>();
+  if (codes.empty())  // a folder without that list: every control token shaped like a code
+    for (const auto& piece : table.controls())
+      if (!language_of(piece).empty()) codes[language_of(piece)] = piece;
+  nlohmann::json languages = {{"codes", codes}};
+  for (const char* key : {"src_lang", "tgt_lang"})
+    if (tok_config.contains(key) && tok_config[key].is_string() && codes.contains(tok_config[key].get<std::string>()))
+      languages[std::string(key) == "src_lang" ? "source" : "target"] = tok_config[key];
+  return languages;
+}
+
 }  // namespace
 
 ImportedModel read_hf_m2m100(const std::string& dir) {
@@ -113,49 +178,12 @@ ImportedModel read_hf_m2m100(const std::string& dir) {
     throw DataError(w.path() + ": tensor '" + embed + "' has shape " + c10::str(c10::IntArrayRef(w.shape(embed))) +
                     ", config.json says [" + std::to_string(vocab) + ", " + std::to_string(d) + "]");
 
-  // The vocabulary: the base (M2M-100's vocab.json, or NLLB's tokenizer.json), then the added tokens.
-  VocabularyTable table(vocab);
-  const fs::path vocab_json = fs::path(dir) / "vocab.json", tokenizer_json = fs::path(dir) / "tokenizer.json",
-                 tokenizer_config = fs::path(dir) / "tokenizer_config.json", added_json = fs::path(dir) / "added_tokens.json";
+  // The vocabulary: the base, then the added tokens.
+  const fs::path tokenizer_config = fs::path(dir) / "tokenizer_config.json";
   nlohmann::json tok_config = nlohmann::json::object();
   if (fs::exists(tokenizer_config)) tok_config = read_json_file(tokenizer_config.string(), 16u << 20);
-  if (fs::exists(vocab_json)) {
-    const auto base = read_hf_vocab(vocab_json.string());
-    for (size_t id = 0; id < base.size(); ++id) table.set(static_cast<int64_t>(id), base[id], vocab_json.string(), false);
-  }
-  if (fs::exists(tokenizer_json)) {
-    // NLLB's is 17 MB; tokenizers writes its BPE vocab as {piece: id} and its added tokens with their ids.
-    const auto t = read_json_file(tokenizer_json.string(), 64u << 20);
-    const std::string where = tokenizer_json.string();
-    try {
-      if (!fs::exists(vocab_json) && t.contains("model") && t["model"].contains("vocab") && t["model"]["vocab"].is_object())
-        for (const auto& [piece, id] : t["model"]["vocab"].items()) table.set(id.get<int64_t>(), piece, where, false);
-      if (t.contains("added_tokens"))
-        for (const auto& a : t.at("added_tokens")) {
-          const std::string piece = a.at("content").get<std::string>();
-          table.set(a.at("id").get<int64_t>(), piece, where, a.value("special", false) && !is_plain_special(piece));
-        }
-    } catch (const nlohmann::json::exception& e) {
-      throw DataError(where + ": not a tokenizers file parla understands (" + std::string(e.what()).substr(0, 200) + ")");
-    }
-  }
-  try {
-    if (tok_config.contains("added_tokens_decoder"))
-      for (const auto& [id, a] : tok_config["added_tokens_decoder"].items()) {
-        const std::string piece = a.at("content").get<std::string>();
-        table.set(std::stoll(id), piece, tokenizer_config.string(), a.value("special", false) && !is_plain_special(piece));
-      }
-  } catch (const std::exception& e) {
-    throw DataError(tokenizer_config.string() + ": added_tokens_decoder is malformed (" + std::string(e.what()).substr(0, 200) + ")");
-  }
-  if (fs::exists(added_json)) {
-    const auto a = read_json_file(added_json.string(), 16u << 20);
-    if (!a.is_object()) throw DataError(added_json.string() + ": not a JSON object of token -> id");
-    for (const auto& [piece, id] : a.items()) {
-      if (!id.is_number_integer()) throw DataError(added_json.string() + ": the id of '" + piece.substr(0, 60) + "' is not an integer");
-      table.set(id.get<int64_t>(), piece, added_json.string(), !is_plain_special(piece));
-    }
-  }
+  VocabularyTable table(vocab);
+  read_vocabulary(dir, tok_config, table);
   for (int64_t id : {int64_t{0}, pad, eos})
     if (!table.has(id))
       throw DataError(dir + ": no file of the folder names token " + std::to_string(id) +
@@ -174,21 +202,7 @@ ImportedModel read_hf_m2m100(const std::string& dir) {
   m.tgt_pieces = m.src_pieces;
   m.control_pieces.assign(table.controls().begin(), table.controls().end());
 
-  // Languages: the tokenizer's list of codes (transformers 5 writes extra_special_tokens, 4 additional_special_tokens).
-  nlohmann::json codes = nlohmann::json::object();
-  for (const char* key : {"extra_special_tokens", "additional_special_tokens"})
-    if (tok_config.contains(key) && tok_config[key].is_array())
-      for (const auto& token : tok_config[key])
-        if (token.is_string() && table.controls().count(token.get<std::string>()) &&
-            !language_of(token.get<std::string>()).empty())
-          codes[language_of(token.get<std::string>())] = token.get<std::string>();
-  if (codes.empty())  // a folder without that list: every control token shaped like a code
-    for (const auto& piece : table.controls())
-      if (!language_of(piece).empty()) codes[language_of(piece)] = piece;
-  m.languages = {{"codes", codes}};
-  for (const char* key : {"src_lang", "tgt_lang"})
-    if (tok_config.contains(key) && tok_config[key].is_string() && codes.contains(tok_config[key].get<std::string>()))
-      m.languages[std::string(key) == "src_lang" ? "source" : "target"] = tok_config[key];
+  m.languages = languages_of(tok_config, table);
 
   const fs::path spm = fs::path(dir) / "sentencepiece.bpe.model";
   m.src_spm = formats::read_bounded_file(spm.string(), 64u << 20);
