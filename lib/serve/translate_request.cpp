@@ -48,11 +48,8 @@ bool read_int(const json& j, const char* key, int lo, int hi, const std::string&
   return true;
 }
 
-}  // namespace
-
-bool parse_translate_request(const std::string& body, const RequestLimits& limits, TranslateRequest& out,
-                             RequestError& error) {
-  out = TranslateRequest{};
+// The body as a JSON object: UTF-8, no NUL, within the depth and value bounds.
+bool parse_body(const std::string& body, const RequestLimits& limits, json& j, RequestError& error) {
   // JSON text is UTF-8 (RFC 8259); the parser would also refuse other bytes, but not say where.
   const size_t invalid = text::find_invalid_utf8(body);
   if (invalid != std::string::npos) {
@@ -66,7 +63,6 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
     error = bad("the request body is not valid JSON: it holds a NUL byte (byte " + std::to_string(nul) + ")");
     return false;
   }
-  json j;
   try {
     // The depth is bounded as the parser goes, in time linear in the body (core/bounded_json.h), so no later step,
     // and no destructor, meets a deeper value than kMaxJsonDepth.
@@ -93,6 +89,11 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
     error = bad("the request body must be a JSON object such as {\"text\": \"...\"}, got " + a_type(j));
     return false;
   }
+  return true;
+}
+
+// "text" or "texts" (and no unknown field) into out.texts and out.single.
+bool read_texts(const json& j, const RequestLimits& limits, TranslateRequest& out, RequestError& error) {
   for (const auto& item : j.items()) {
     const auto& k = item.key();
     if (k != "text" && k != "texts" && k != "beam_size" && k != "n_best" && k != "source_lang" && k != "target_lang") {
@@ -107,13 +108,13 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
     return false;
   }
   if (has_text) {
-    if (!j["text"].is_string()) {
-      error = bad("\"text\" must be a string, got " + a_type(j["text"]));
+    if (!j.at("text").is_string()) {
+      error = bad("\"text\" must be a string, got " + a_type(j.at("text")));
       return false;
     }
-    out.texts.push_back(j["text"].get<std::string>());
+    out.texts.push_back(j.at("text").get<std::string>());
   } else {
-    const auto& list = j["texts"];
+    const auto& list = j.at("texts");
     if (!list.is_array()) {
       error = bad("\"texts\" must be a list of strings, got " + a_type(list));
       return false;
@@ -133,16 +134,15 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
   }
   out.single = has_text;
 
-  // The server's search, with what the request overrides.
-  out.search = limits.search;
+  return true;
+}
+
+// "source_lang" and "target_lang": the model's codes, into out.source_language and the search's target prefix.
+bool read_languages(const json& j, const RequestLimits& limits, TranslateRequest& out, RequestError& error) {
   auto& search = out.search;
-  if (!read_int(j, "beam_size", 1, limits.max_beam_size, "serve.max_beam_size", search.beam_size, error))
-    return false;
-  search.n_best = std::min(search.n_best, search.beam_size);
-  if (!read_int(j, "n_best", 1, search.beam_size, "at most the beam size", search.n_best, error)) return false;
   for (const char* key : {"source_lang", "target_lang"}) {
     if (!j.contains(key)) continue;
-    const auto& value = j[key];
+    const auto& value = j.at(key);
     if (!value.is_string()) {
       error = bad(std::string("\"") + key + "\" must be a string, got " + a_type(value));
       return false;
@@ -169,6 +169,11 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
     }
   }
 
+  return true;
+}
+
+// Each text's lines, the unit translated (out.lines, out.line_begin), within serve.max_sentences.
+bool split_into_lines(const RequestLimits& limits, TranslateRequest& out, RequestError& error) {
   for (const auto& t : out.texts) {
     out.line_begin.push_back(out.lines.size());
     size_t start = 0;
@@ -186,6 +191,23 @@ bool parse_translate_request(const std::string& body, const RequestLimits& limit
   }
   out.line_begin.push_back(out.lines.size());
   return true;
+}
+
+}  // namespace
+
+bool parse_translate_request(const std::string& body, const RequestLimits& limits, TranslateRequest& out,
+                             RequestError& error) {
+  out = TranslateRequest{};
+  json j;
+  if (!parse_body(body, limits, j, error) || !read_texts(j, limits, out, error)) return false;
+  // The server's search, with what the request overrides.
+  out.search = limits.search;
+  auto& search = out.search;
+  if (!read_int(j, "beam_size", 1, limits.max_beam_size, "serve.max_beam_size", search.beam_size, error))
+    return false;
+  search.n_best = std::min(search.n_best, search.beam_size);
+  if (!read_int(j, "n_best", 1, search.beam_size, "at most the beam size", search.n_best, error)) return false;
+  return read_languages(j, limits, out, error) && split_into_lines(limits, out, error);
 }
 
 std::string format_translate_response(const TranslateRequest& request,
