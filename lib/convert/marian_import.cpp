@@ -146,6 +146,107 @@ std::string path_in(const std::string& dir, const std::string& name, const std::
   return at.string();
 }
 
+// The model config Marian's options (special:model.yml of `npz`) describe; DataError naming the option for what
+// parla does not import (another model type, pre-norm, SSRU or average-attention decoders, tied layers,
+// right-to-left, trained positions, another activation or feed-forward depth).
+ModelConfig model_config_of(const Options& o, const std::string& npz) {
+  const std::string type = o.get<std::string>("type");
+  if (type != "transformer")
+    throw DataError(npz + ": model type '" + type + "' (option 'type'); parla imports Marian's transformer");
+  auto require = [&](const std::string& key, const std::string& wanted, const std::string& why) {
+    const std::string v = o.get<std::string>(key, wanted);
+    if (v != wanted) throw DataError(npz + ": option '" + key + "' is '" + v + "': " + why);
+  };
+  require("transformer-preprocess", "", "only post-norm ('' before, 'dan' after each sublayer) is imported");
+  require("transformer-postprocess", "dan", "only post-norm ('dan') is imported");
+  require("transformer-decoder-autoreg", "self-attention", "SSRU and average-attention decoders are not imported");
+  if (o.has("transformer-tied-layers") && o.get<YAML::Node>("transformer-tied-layers").size() > 0)
+    throw DataError(npz + ": option 'transformer-tied-layers' is not empty: tied layers are not imported");
+  if (o.get<bool>("right-left", false)) throw DataError(npz + ": option 'right-left' is true: not imported");
+  if (o.get<bool>("transformer-train-position-embeddings", false))
+    throw DataError(npz + ": option 'transformer-train-position-embeddings' is true: trained positions are not imported");
+  if (o.get<int>("transformer-ffn-depth", 2) != 2)
+    throw DataError(npz + ": option 'transformer-ffn-depth' is not 2: not imported");
+  std::string act = o.get<std::string>("transformer-ffn-activation", "swish");
+  if (act != "swish" && act != "relu")
+    throw DataError(npz + ": option 'transformer-ffn-activation' is '" + act + "' (parla imports swish and relu)");
+
+  ModelConfig cfg;
+  const int64_t d = o.get<int64_t>("dim-emb"), ffn = o.get<int64_t>("transformer-dim-ffn");
+  cfg.type = ModelType::kTransformer;
+  // Checked before narrowing to parla's int (a count of 4294967298 would be read as 2).
+  for (auto [key, v] : {std::pair{"dim-emb", d}, std::pair{"transformer-dim-ffn", ffn}})
+    if (v < 1 || v > std::numeric_limits<int>::max())
+      throw DataError(npz + ": option '" + key + "' is " + std::to_string(v) + ", out of range");
+  cfg.d_model = static_cast<int>(d);
+  cfg.ffn_dim = static_cast<int>(ffn);
+  cfg.heads = o.get<int>("transformer-heads");
+  cfg.encoder_layers = o.get<int>("enc-depth");
+  cfg.decoder_layers = o.get<int>("dec-depth");
+  config::parse_choice(act, cfg.activation);  // checked above
+  cfg.norm = LayerNormPlacement::kPost;
+  cfg.positions = PositionEncoding::kSinusoidal;
+  cfg.sinusoidal_layout = SinusoidalLayout::kConcatenated;
+  cfg.scale_embeddings = true;
+  cfg.output_bias = true;
+  cfg.decoder_start = DecoderStart::kPad;
+  cfg.dropout = o.get<double>("transformer-dropout", 0.1);
+  cfg.attention_dropout = o.get<double>("transformer-dropout-attention", 0.0);
+  cfg.activation_dropout = o.get<double>("transformer-dropout-ffn", 0.0);
+  const bool tied_all = o.get<bool>("tied-embeddings-all", false), tied_src = o.get<bool>("tied-embeddings-src", false);
+  cfg.share_embeddings = tied_all || tied_src;
+  cfg.tie_output = tied_all || o.get<bool>("tied-embeddings", false);
+  return cfg;
+}
+
+// The encoder and decoder layers of `a` into m.weights under parla's names (Marian's matrices are [in, out]).
+void read_marian_layers(Arrays& a, ImportedModel& m) {
+  const ModelConfig& cfg = m.model;
+  const int64_t d = cfg.d_model, ffn = cfg.ffn_dim;
+  auto linear = [&](const std::string& from, const std::string& to, int64_t in, int64_t out, const char* w,
+                    const char* b) {
+    m.weights[to + ".weight"] = a.get(from + w, {in, out}).t().contiguous();
+    m.weights[to + ".bias"] = a.get(from + b, {1, out}).view({out});
+  };
+  auto norm = [&](const std::string& from, const std::string& to) {
+    m.weights[to + ".weight"] = a.get(from + "_ln_scale", {1, d}).view({d});
+    m.weights[to + ".bias"] = a.get(from + "_ln_bias", {1, d}).view({d});
+  };
+  // Stacked projections in parla's row order.
+  auto stacked = [&](const std::string& from, const std::vector<std::string>& parts, const std::string& to) {
+    std::vector<torch::Tensor> ws, bs;
+    for (const auto& p : parts) {
+      ws.push_back(a.get(from + "_W" + p, {d, d}).t());
+      bs.push_back(a.get(from + "_b" + p, {1, d}).view({d}));
+    }
+    m.weights[to + ".weight"] = torch::cat(ws, 0).contiguous();
+    m.weights[to + ".bias"] = torch::cat(bs, 0);
+  };
+  auto ffn_block = [&](const std::string& from, const std::string& to) {
+    linear(from + "_ffn", to + ".ffn.fc1", d, ffn, "_W1", "_b1");
+    linear(from + "_ffn", to + ".ffn.fc2", ffn, d, "_W2", "_b2");
+    norm(from + "_ffn_ffn", to + ".ffn_norm");
+  };
+  for (int l = 0; l < cfg.encoder_layers; ++l) {
+    const std::string from = "encoder_l" + std::to_string(l + 1), to = "encoder.layers." + std::to_string(l);
+    stacked(from + "_self", {"q", "k", "v"}, to + ".self_attn.qkv_proj");
+    linear(from + "_self", to + ".self_attn.out_proj", d, d, "_Wo", "_bo");
+    norm(from + "_self_Wo", to + ".self_attn_norm");
+    ffn_block(from, to);
+  }
+  for (int l = 0; l < cfg.decoder_layers; ++l) {
+    const std::string from = "decoder_l" + std::to_string(l + 1), to = "decoder.layers." + std::to_string(l);
+    stacked(from + "_self", {"q", "k", "v"}, to + ".self_attn.qkv_proj");
+    linear(from + "_self", to + ".self_attn.out_proj", d, d, "_Wo", "_bo");
+    norm(from + "_self_Wo", to + ".self_attn_norm");
+    linear(from + "_context", to + ".cross_attn.q_proj", d, d, "_Wq", "_bq");
+    stacked(from + "_context", {"k", "v"}, to + ".cross_attn.kv_proj");
+    linear(from + "_context", to + ".cross_attn.out_proj", d, d, "_Wo", "_bo");
+    norm(from + "_context_Wo", to + ".cross_attn_norm");
+    ffn_block(from, to);
+  }
+}
+
 }  // namespace
 
 ImportedModel read_marian(const std::string& dir) {
@@ -178,54 +279,10 @@ ImportedModel read_marian(const std::string& dir) {
     throw DataError(npz + ": 'special:model.yml' has " + std::to_string(options.size()) +
                     " bytes, more than the 1 MiB Marian's options could take");
   const Options o(parse_yaml(options, npz + " (special:model.yml)"), npz + " special:model.yml");
-  const std::string type = o.get<std::string>("type");
-  if (type != "transformer")
-    throw DataError(npz + ": model type '" + type + "' (option 'type'); parla imports Marian's transformer");
-  auto require = [&](const std::string& key, const std::string& wanted, const std::string& why) {
-    const std::string v = o.get<std::string>(key, wanted);
-    if (v != wanted) throw DataError(npz + ": option '" + key + "' is '" + v + "': " + why);
-  };
-  require("transformer-preprocess", "", "only post-norm ('' before, 'dan' after each sublayer) is imported");
-  require("transformer-postprocess", "dan", "only post-norm ('dan') is imported");
-  require("transformer-decoder-autoreg", "self-attention", "SSRU and average-attention decoders are not imported");
-  if (o.has("transformer-tied-layers") && o.get<YAML::Node>("transformer-tied-layers").size() > 0)
-    throw DataError(npz + ": option 'transformer-tied-layers' is not empty: tied layers are not imported");
-  if (o.get<bool>("right-left", false)) throw DataError(npz + ": option 'right-left' is true: not imported");
-  if (o.get<bool>("transformer-train-position-embeddings", false))
-    throw DataError(npz + ": option 'transformer-train-position-embeddings' is true: trained positions are not imported");
-  if (o.get<int>("transformer-ffn-depth", 2) != 2)
-    throw DataError(npz + ": option 'transformer-ffn-depth' is not 2: not imported");
-  std::string act = o.get<std::string>("transformer-ffn-activation", "swish");
-  if (act != "swish" && act != "relu")
-    throw DataError(npz + ": option 'transformer-ffn-activation' is '" + act + "' (parla imports swish and relu)");
-
   ImportedModel m;
-  ModelConfig& cfg = m.model;
-  const int64_t d = o.get<int64_t>("dim-emb"), ffn = o.get<int64_t>("transformer-dim-ffn");
-  cfg.type = ModelType::kTransformer;
-  // Checked before narrowing to parla's int (a count of 4294967298 would be read as 2).
-  for (auto [key, v] : {std::pair{"dim-emb", d}, std::pair{"transformer-dim-ffn", ffn}})
-    if (v < 1 || v > std::numeric_limits<int>::max())
-      throw DataError(npz + ": option '" + key + "' is " + std::to_string(v) + ", out of range");
-  cfg.d_model = static_cast<int>(d);
-  cfg.ffn_dim = static_cast<int>(ffn);
-  cfg.heads = o.get<int>("transformer-heads");
-  cfg.encoder_layers = o.get<int>("enc-depth");
-  cfg.decoder_layers = o.get<int>("dec-depth");
-  config::parse_choice(act, cfg.activation);  // checked above
-  cfg.norm = LayerNormPlacement::kPost;
-  cfg.positions = PositionEncoding::kSinusoidal;
-  cfg.sinusoidal_layout = SinusoidalLayout::kConcatenated;
-  cfg.scale_embeddings = true;
-  cfg.output_bias = true;
-  cfg.decoder_start = DecoderStart::kPad;
-  cfg.dropout = o.get<double>("transformer-dropout", 0.1);
-  cfg.attention_dropout = o.get<double>("transformer-dropout-attention", 0.0);
-  cfg.activation_dropout = o.get<double>("transformer-dropout-ffn", 0.0);
-  const bool tied_all = o.get<bool>("tied-embeddings-all", false), tied_src = o.get<bool>("tied-embeddings-src", false);
-  cfg.share_embeddings = tied_all || tied_src;
-  cfg.tie_output = tied_all || o.get<bool>("tied-embeddings", false);
-
+  m.model = model_config_of(o, npz);
+  const ModelConfig& cfg = m.model;
+  const int64_t d = cfg.d_model;
   // Vocabularies, each with <pad> appended (Marian has none; its start is a zero vector).
   auto src_vocab = read_marian_vocab(src_path);
   auto tgt_vocab = src_path == tgt_path ? src_vocab : read_marian_vocab(tgt_path);
@@ -272,48 +329,7 @@ ImportedModel read_marian(const std::string& dir) {
   auto bias = torch::cat({a.get("decoder_ff_logit_out_b", {1, vt - 1}).view({vt - 1}), torch::zeros({1})});
   m.weights["output_bias"] = permuted(bias, order_t);
 
-  auto linear = [&](const std::string& from, const std::string& to, int64_t in, int64_t out, const char* w,
-                    const char* b) {
-    m.weights[to + ".weight"] = a.get(from + w, {in, out}).t().contiguous();
-    m.weights[to + ".bias"] = a.get(from + b, {1, out}).view({out});
-  };
-  auto norm = [&](const std::string& from, const std::string& to) {
-    m.weights[to + ".weight"] = a.get(from + "_ln_scale", {1, d}).view({d});
-    m.weights[to + ".bias"] = a.get(from + "_ln_bias", {1, d}).view({d});
-  };
-  // Stacked projections in parla's row order.
-  auto stacked = [&](const std::string& from, const std::vector<std::string>& parts, const std::string& to) {
-    std::vector<torch::Tensor> ws, bs;
-    for (const auto& p : parts) {
-      ws.push_back(a.get(from + "_W" + p, {d, d}).t());
-      bs.push_back(a.get(from + "_b" + p, {1, d}).view({d}));
-    }
-    m.weights[to + ".weight"] = torch::cat(ws, 0).contiguous();
-    m.weights[to + ".bias"] = torch::cat(bs, 0);
-  };
-  auto ffn_block = [&](const std::string& from, const std::string& to) {
-    linear(from + "_ffn", to + ".ffn.fc1", d, ffn, "_W1", "_b1");
-    linear(from + "_ffn", to + ".ffn.fc2", ffn, d, "_W2", "_b2");
-    norm(from + "_ffn_ffn", to + ".ffn_norm");
-  };
-  for (int l = 0; l < cfg.encoder_layers; ++l) {
-    const std::string from = "encoder_l" + std::to_string(l + 1), to = "encoder.layers." + std::to_string(l);
-    stacked(from + "_self", {"q", "k", "v"}, to + ".self_attn.qkv_proj");
-    linear(from + "_self", to + ".self_attn.out_proj", d, d, "_Wo", "_bo");
-    norm(from + "_self_Wo", to + ".self_attn_norm");
-    ffn_block(from, to);
-  }
-  for (int l = 0; l < cfg.decoder_layers; ++l) {
-    const std::string from = "decoder_l" + std::to_string(l + 1), to = "decoder.layers." + std::to_string(l);
-    stacked(from + "_self", {"q", "k", "v"}, to + ".self_attn.qkv_proj");
-    linear(from + "_self", to + ".self_attn.out_proj", d, d, "_Wo", "_bo");
-    norm(from + "_self_Wo", to + ".self_attn_norm");
-    linear(from + "_context", to + ".cross_attn.q_proj", d, d, "_Wq", "_bq");
-    stacked(from + "_context", {"k", "v"}, to + ".cross_attn.kv_proj");
-    linear(from + "_context", to + ".cross_attn.out_proj", d, d, "_Wo", "_bo");
-    norm(from + "_context_Wo", to + ".cross_attn_norm");
-    ffn_block(from, to);
-  }
+  read_marian_layers(a, m);
   a.check_all_used();
   m.info = {{"imported_from", dir}, {"format", "marian"}, {"model_file", model_name}};
   return m;
