@@ -191,30 +191,108 @@ std::string list_days(const std::vector<std::string>& days) {
   return out;
 }
 
+// The release's days in each language, and those in both (which are aligned); the others are logged.
+struct ReleaseDays {
+  std::string src_folder, tgt_folder;
+  std::map<std::string, DayFiles> src_days, tgt_days;
+  std::vector<std::string> common, only_src, only_tgt;
+  uint64_t other_files = 0;
+};
+
+ReleaseDays pair_days(const EuroparlReleaseOptions& options) {
+  ReleaseDays r;
+  r.src_folder = language_folder(options.dir, options.src_lang);
+  r.tgt_folder = language_folder(options.dir, options.tgt_lang);
+  r.src_days = scan_language(r.src_folder, r.other_files);
+  r.tgt_days = scan_language(r.tgt_folder, r.other_files);
+  for (const auto& [day, files] : r.src_days) (r.tgt_days.count(day) ? r.common : r.only_src).push_back(day);
+  for (const auto& [day, files] : r.tgt_days)
+    if (!r.src_days.count(day)) r.only_tgt.push_back(day);
+  if (!r.only_src.empty())
+    spdlog::warn("europarl: {} day(s) only in '{}', skipped: {}", r.only_src.size(), r.src_folder, list_days(r.only_src));
+  if (!r.only_tgt.empty())
+    spdlog::warn("europarl: {} day(s) only in '{}', skipped: {}", r.only_tgt.size(), r.tgt_folder, list_days(r.only_tgt));
+  if (r.common.empty())
+    throw DataError("--europarl-release '" + options.dir + "': '" + r.src_folder + "' (" +
+                    std::to_string(r.src_days.size()) + " days) and '" + r.tgt_folder + "' (" +
+                    std::to_string(r.tgt_days.size()) + " days) have no day in common");
+  spdlog::info("europarl: aligning {} days present in both {} and {}", r.common.size(), options.src_lang,
+               options.tgt_lang);
+  return r;
+}
+
+// The release's figures, summed over its days in day order.
+struct ReleaseTotals {
+  DayAlignmentStats stats;
+  text::TextDecoding src_decoding, tgt_decoding;
+  uint64_t days_aligned = 0, days_empty = 0, days_unreadable = 0, days_resynchronised = 0, days_in_parts = 0,
+           days_beside_parts = 0;
+
+  void add(const DayResult& r) {
+    stats.add(r.stats);
+    for (auto [from, to] : {std::pair{&r.src_decoding, &src_decoding}, std::pair{&r.tgt_decoding, &tgt_decoding}}) {
+      to->byte_order_mark |= from->byte_order_mark;
+      to->lines += from->lines;
+      to->crlf_lines += from->crlf_lines;
+      to->converted_lines += from->converted_lines;
+    }
+    days_empty += r.empty;
+    days_unreadable += r.unreadable;
+    days_aligned += !r.empty && !r.unreadable;
+    days_resynchronised += r.stats.resynchronised();
+    days_in_parts += r.src_parts || r.tgt_parts;
+    days_beside_parts += r.beside_parts;
+  }
+
+  // stats.json's "europarl" entry (docs/DATASET.md).
+  nlohmann::json to_json(const EuroparlReleaseOptions& options, const ReleaseDays& release, double seconds) const {
+    nlohmann::json beads = nlohmann::json::object();
+    for (size_t k = 0; k < stats.beads.size(); ++k)
+      beads[text::bead_kind_name(static_cast<text::BeadKind>(k))] = stats.beads[k];
+    auto decoding_json = [](const text::TextDecoding& d) {
+      return nlohmann::json{{"lines", d.lines}, {"crlf_lines", d.crlf_lines}, {"latin1_lines", d.converted_lines},
+                            {"byte_order_mark", d.byte_order_mark}};
+    };
+    return {
+        {"dir", fs::absolute(options.dir).string()},
+        {"days", {{"paired", release.common.size()},
+                  {"aligned", days_aligned},
+                  {"only_" + options.src_lang, release.only_src.size()},
+                  {"only_" + options.tgt_lang, release.only_tgt.size()},
+                  {"empty", days_empty},
+                  {"unreadable", days_unreadable},
+                  {"resynchronised", days_resynchronised},
+                  {"in_parts", days_in_parts},
+                  {"day_file_beside_parts", days_beside_parts}}},
+        {"other_files", release.other_files},
+        {"files", {{options.src_lang, decoding_json(src_decoding)}, {options.tgt_lang, decoding_json(tgt_decoding)}}},
+        {"chapters", {{"matched", stats.chapters_matched},
+                      {"only_" + options.src_lang, stats.chapters_only_src},
+                      {"only_" + options.tgt_lang, stats.chapters_only_tgt}}},
+        {"speeches", {{"matched", stats.speeches_matched},
+                      {"only_" + options.src_lang, stats.speeches_only_src},
+                      {"only_" + options.tgt_lang, stats.speeches_only_tgt},
+                      {"paragraph_count_mismatches", stats.paragraph_count_mismatches}}},
+        {"blocks", {{"aligned", stats.blocks - stats.blocks_dropped}, {"dropped", stats.blocks_dropped}}},
+        {"sentences", {{options.src_lang, stats.src_sentences},
+                       {options.tgt_lang, stats.tgt_sentences},
+                       {"dropped_" + options.src_lang, stats.dropped_src_sentences},
+                       {"dropped_" + options.tgt_lang, stats.dropped_tgt_sentences}}},
+        {"beads", beads},
+        {"pairs", stats.pairs},
+        {"seconds", seconds},
+    };
+  }
+};
+
 }  // namespace
 
 EuroparlReleaseResult align_europarl_release(const EuroparlReleaseOptions& options, const std::string& out_src,
                                              const std::string& out_tgt) {
-  std::string src_folder = language_folder(options.dir, options.src_lang);
-  std::string tgt_folder = language_folder(options.dir, options.tgt_lang);
-  uint64_t other_files = 0;
-  auto src_days = scan_language(src_folder, other_files);
-  auto tgt_days = scan_language(tgt_folder, other_files);
-  std::vector<std::string> common, only_src, only_tgt;
-  for (const auto& [day, files] : src_days) (tgt_days.count(day) ? common : only_src).push_back(day);
-  for (const auto& [day, files] : tgt_days)
-    if (!src_days.count(day)) only_tgt.push_back(day);
-  if (!only_src.empty())
-    spdlog::warn("europarl: {} day(s) only in '{}', skipped: {}", only_src.size(), src_folder, list_days(only_src));
-  if (!only_tgt.empty())
-    spdlog::warn("europarl: {} day(s) only in '{}', skipped: {}", only_tgt.size(), tgt_folder, list_days(only_tgt));
-  if (common.empty())
-    throw DataError("--europarl-release '" + options.dir + "': '" + src_folder + "' (" +
-                    std::to_string(src_days.size()) + " days) and '" + tgt_folder + "' (" +
-                    std::to_string(tgt_days.size()) + " days) have no day in common");
-  spdlog::info("europarl: aligning {} days present in both {} and {}", common.size(), options.src_lang,
-               options.tgt_lang);
-
+  const ReleaseDays release = pair_days(options);
+  const auto& common = release.common;
+  const auto& src_days = release.src_days;
+  const auto& tgt_days = release.tgt_days;
   text::EuroparlDayAligner aligner(options.src_lang, options.tgt_lang);
   for (const auto& lang : {options.src_lang, options.tgt_lang})
     if (!text::SentenceSplitter::has_language(lang))
@@ -262,10 +340,8 @@ EuroparlReleaseResult align_europarl_release(const EuroparlReleaseOptions& optio
   };
 
   OutputFile ws(out_src), wt(out_tgt);
-  DayAlignmentStats total;
-  text::TextDecoding src_decoding, tgt_decoding;
-  uint64_t days_aligned = 0, days_empty = 0, days_unreadable = 0, days_resynchronised = 0, days_in_parts = 0,
-           days_beside_parts = 0;
+  ReleaseTotals totals;
+  const DayAlignmentStats& total = totals.stats;
   Progress progress("europarl align", "day", common.size());
   std::vector<std::thread> pool;
   for (int t = 0; t < threads; ++t) pool.emplace_back(work);
@@ -295,19 +371,7 @@ EuroparlReleaseResult align_europarl_release(const EuroparlReleaseOptions& optio
         ws.write_line(p.src);
         wt.write_line(p.tgt);
       }
-      total.add(r.stats);
-      for (auto [from, to] : {std::pair{&r.src_decoding, &src_decoding}, std::pair{&r.tgt_decoding, &tgt_decoding}}) {
-        to->byte_order_mark |= from->byte_order_mark;
-        to->lines += from->lines;
-        to->crlf_lines += from->crlf_lines;
-        to->converted_lines += from->converted_lines;
-      }
-      days_empty += r.empty;
-      days_unreadable += r.unreadable;
-      days_aligned += !r.empty && !r.unreadable;
-      days_resynchronised += r.stats.resynchronised();
-      days_in_parts += r.src_parts || r.tgt_parts;
-      days_beside_parts += r.beside_parts;
+      totals.add(r);
       progress.advance();
     }
   } catch (...) {
@@ -321,45 +385,10 @@ EuroparlReleaseResult align_europarl_release(const EuroparlReleaseOptions& optio
 
   const double seconds = progress.elapsed_seconds();
   spdlog::info("europarl: {} pairs from {} days ({} sentences {}, {} {}; {} blocks, {} dropped){}", total.pairs,
-               days_aligned, total.src_sentences, options.src_lang, total.tgt_sentences, options.tgt_lang,
+               totals.days_aligned, total.src_sentences, options.src_lang, total.tgt_sentences, options.tgt_lang,
                total.blocks, total.blocks_dropped,
                seconds > 0 ? fmt::format(", {:.0f} pairs/s", total.pairs / seconds) : std::string());
-  nlohmann::json beads = nlohmann::json::object();
-  for (size_t k = 0; k < total.beads.size(); ++k)
-    beads[text::bead_kind_name(static_cast<text::BeadKind>(k))] = total.beads[k];
-  auto decoding_json = [](const text::TextDecoding& d) {
-    return nlohmann::json{{"lines", d.lines}, {"crlf_lines", d.crlf_lines}, {"latin1_lines", d.converted_lines},
-                          {"byte_order_mark", d.byte_order_mark}};
-  };
-  nlohmann::json stats = {
-      {"dir", fs::absolute(options.dir).string()},
-      {"days", {{"paired", common.size()},
-                {"aligned", days_aligned},
-                {"only_" + options.src_lang, only_src.size()},
-                {"only_" + options.tgt_lang, only_tgt.size()},
-                {"empty", days_empty},
-                {"unreadable", days_unreadable},
-                {"resynchronised", days_resynchronised},
-                {"in_parts", days_in_parts},
-                {"day_file_beside_parts", days_beside_parts}}},
-      {"other_files", other_files},
-      {"files", {{options.src_lang, decoding_json(src_decoding)}, {options.tgt_lang, decoding_json(tgt_decoding)}}},
-      {"chapters", {{"matched", total.chapters_matched},
-                    {"only_" + options.src_lang, total.chapters_only_src},
-                    {"only_" + options.tgt_lang, total.chapters_only_tgt}}},
-      {"speeches", {{"matched", total.speeches_matched},
-                    {"only_" + options.src_lang, total.speeches_only_src},
-                    {"only_" + options.tgt_lang, total.speeches_only_tgt},
-                    {"paragraph_count_mismatches", total.paragraph_count_mismatches}}},
-      {"blocks", {{"aligned", total.blocks - total.blocks_dropped}, {"dropped", total.blocks_dropped}}},
-      {"sentences", {{options.src_lang, total.src_sentences},
-                     {options.tgt_lang, total.tgt_sentences},
-                     {"dropped_" + options.src_lang, total.dropped_src_sentences},
-                     {"dropped_" + options.tgt_lang, total.dropped_tgt_sentences}}},
-      {"beads", beads},
-      {"pairs", total.pairs},
-      {"seconds", seconds},
-  };
+  nlohmann::json stats = totals.to_json(options, release, seconds);
   if (total.pairs == 0)
     throw DataError("--europarl-release '" + options.dir + "': no sentence pairs could be aligned from its " +
                     std::to_string(common.size()) + " common day(s) (see the warnings above)");
