@@ -86,17 +86,12 @@ void BeamSearch::add(const torch::Tensor& src, const std::vector<int64_t>& ids) 
   }
 }
 
-std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
-  std::vector<std::pair<int64_t, NBestList>> done_sentences;
-  if (active_.empty()) return done_sentences;
-  torch::NoGradGuard no_grad;
+// This step's best candidates of every sentence (the model's step, the constraints, the top 2K per sentence), and
+// with alignments its attention on the host; P decoder rows per sentence.
+std::vector<std::vector<Candidate>> BeamSearch::best_of_step(int64_t P, torch::Tensor& attention) {
   const float ninf = -std::numeric_limits<float>::infinity();
-  const int64_t A = static_cast<int64_t>(active_.size()), K = K_, V = V_;
-  // Decoder rows per sentence in this step: K, or 1 at the first step of a fresh search (add()). Row r of the step
-  // is hypothesis rows_[(r / P) * K + r % P].
-  const int64_t P = first_step_single_ ? 1 : K, N = A * P;
+  const int64_t A = static_cast<int64_t>(active_.size()), K = K_, V = V_, N = A * P;
   const auto device = prev_.device();
-  torch::Tensor attention;
   if (o_.shortlist) {
     shortlist_.row_vocabulary.resize(N);
     for (int64_t r = 0; r < N; ++r) shortlist_.row_vocabulary[r] = active_[r / P].slot;
@@ -141,12 +136,27 @@ std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
       if (step < static_cast<int64_t>(o_.target_prefix.size()) && step < row_limit[r]) row_shift[r] = 0.0f;
     }
   // Off the CPU, only the [A, 2K] result comes to the host, not the [A * K, V] log-probabilities.
-  const auto top = o_.device_candidates || !logp.device().is_cpu()
+  auto top = o_.device_candidates || !logp.device().is_cpu()
                        ? best_candidates_tensor(logp, torch::from_blob(row_score.data(), {N}).to(logp.device()),
                                                 P, candidates_)
                        : best_candidates(logp, row_score, P, candidates_, row_shift);
   // Alignments: the step's attention comes to the host once, not one row per hypothesis.
   if (o_.attention) attention = attention.to(torch::kCPU, torch::kFloat).contiguous();
+  return top;
+}
+
+std::vector<std::pair<int64_t, NBestList>> BeamSearch::step() {
+  std::vector<std::pair<int64_t, NBestList>> done_sentences;
+  if (active_.empty()) return done_sentences;
+  torch::NoGradGuard no_grad;
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const int64_t A = static_cast<int64_t>(active_.size()), K = K_, V = V_;
+  // Decoder rows per sentence in this step: K, or 1 at the first step of a fresh search (add()). Row r of the step
+  // is hypothesis rows_[(r / P) * K + r % P].
+  const int64_t P = first_step_single_ ? 1 : K;
+  const auto device = prev_.device();
+  torch::Tensor attention;
+  const auto top = best_of_step(P, attention);
 
   std::vector<Live> next_rows;
   std::vector<Sentence> next_active;

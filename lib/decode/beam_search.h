@@ -21,6 +21,7 @@
 
 #include <torch/types.h>
 
+#include "decode/beam_candidates.h"
 #include "decode/hypothesis.h"
 #include "decode/search_options.h"
 #include "models/output_shortlist.h"
@@ -79,6 +80,7 @@ class BeamSearch {
   // Gives state_ and prev_ K rows per sentence again (rows 1..K-1 copies of row 0, dead in rows_) when a
   // sentence joins or leaves before the first step.
   void expand_first_step();
+  std::vector<std::vector<Candidate>> best_of_step(int64_t P, torch::Tensor& attention);
   models::OutputShortlist shortlist_;  // with o_.shortlist: the searched sentences' vocabularies (state_ points here)
 };
 
