@@ -13,12 +13,12 @@
 
 #include "core/app.h"
 #include "core/config.h"
-#include "runtime/runtime.h"
 #include "core/schema_flags.h"
-#include "models/int8_quantization.h"
+#include "runtime/runtime.h"
 #include "train/checkpoint_average.h"
 #include "train/checkpoint_upgrade.h"
 #include "train/fine_tuning.h"
+#include "train/quantize_checkpoint.h"
 #include "train/trainer.h"
 
 int parla_train_main(int argc, char** argv) {
@@ -87,7 +87,7 @@ int parla_train_main(int argc, char** argv) {
       return 0;
     }
     if (quant->app->parsed()) {
-      parla::models::quantize_checkpoint(quant->in, quant->out);
+      parla::train::quantize_checkpoint(quant->in, quant->out);
       spdlog::info("wrote the int8 checkpoint '{}'", quant->out);
       return 0;
     }

@@ -6,7 +6,6 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
-#include "models/checkpoint.h"
 #include "models/transformer.h"
 #include "nn/embedding.h"
 #include "nn/linear.h"
@@ -98,15 +97,6 @@ bool use_int8_weight(Seq2SeqModel& model, const std::string& name, nn::Int8Matri
     done = true;
   });
   return done;
-}
-
-void quantize_checkpoint(const std::string& in, const std::string& out) {
-  auto loaded = load_seq2seq(in, torch::kCPU);
-  require_float_checkpoint(loaded.meta, in, "quantization");
-  quantize_int8(*loaded.model);
-  auto meta = loaded.meta;
-  meta.info["quantized_from"] = in;
-  save_checkpoint(out, *loaded.model, meta);
 }
 
 }  // namespace parla::models

@@ -29,9 +29,4 @@ std::vector<int64_t> int8_weight_shape(Seq2SeqModel& model, const std::string& n
 // quantizable weight or the shape differs.
 bool use_int8_weight(Seq2SeqModel& model, const std::string& name, nn::Int8Matrix m);
 
-// Reads the float checkpoint `in`, quantizes it and writes an int8 checkpoint to `out` (atomically; the config
-// and SentencePiece models are carried over, info.quantized_from names `in`). DataError naming `in` when it is
-// not a translation checkpoint or is int8 already.
-void quantize_checkpoint(const std::string& in, const std::string& out);
-
 }  // namespace parla::models

@@ -11,6 +11,7 @@
 
 #include <torch/torch.h>
 
+#include "train/quantize_checkpoint.h"
 #include "core/config.h"
 #include "core/error.h"
 #include "runtime/runtime_device.h"
@@ -162,7 +163,7 @@ TEST_CASE("an int8 checkpoint round-trips its int8 weights exactly", "[int8]") {
     auto model = build_seq2seq(cfg, 500, 500);
     auto float_path = dir.file("float.pt"), int8_path = dir.file("int8.pt");
     save_checkpoint(float_path, *model, meta_of(cfg));
-    quantize_checkpoint(float_path, int8_path);
+    parla::train::quantize_checkpoint(float_path, int8_path);
     quantize_int8(*model);
     auto loaded = load_seq2seq(int8_path);
     CHECK(!loaded.meta.int8.empty());
@@ -178,7 +179,7 @@ TEST_CASE("an int8 checkpoint round-trips its int8 weights exactly", "[int8]") {
     CHECK(torch::equal(log_probs(*model, src, tgt), log_probs(*loaded.model, src, tgt)));
     // An int8 checkpoint cannot be quantized again, trained or averaged (load_weights).
     auto again = dir.file("again.pt");
-    CHECK_THROWS_AS(quantize_checkpoint(int8_path, again), parla::DataError);
+    CHECK_THROWS_AS(parla::train::quantize_checkpoint(int8_path, again), parla::DataError);
     CHECK(!std::filesystem::exists(again));
     auto fresh = build_seq2seq(cfg, 500, 500);
     try {
@@ -227,7 +228,7 @@ TEST_CASE("the trained Multi30k model's int8 checkpoint is at least 3.5x smaller
           "[int8]") {
   TempDir dir("int8-multi30k");
   const std::string path = std::string(PARLA_SHARED_DIR) + "/models/multi30k-en-de-small/average.pt";
-  quantize_checkpoint(path, dir.file("int8.pt"));
+  parla::train::quantize_checkpoint(path, dir.file("int8.pt"));
   const double ratio = double(std::filesystem::file_size(path)) / double(std::filesystem::file_size(dir.file("int8.pt")));
   INFO("float/int8 size " << ratio);
   CHECK(ratio >= 3.5);  // the issue's target

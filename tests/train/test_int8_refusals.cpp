@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include "train/quantize_checkpoint.h"
 #include "core/config.h"
 #include "models/checkpoint.h"
 #include "models/int8_quantization.h"
@@ -21,7 +22,7 @@ TEST_CASE("parla-train refuses an int8 checkpoint for --resume, average and --in
   cfg.training.max_steps = 3;
   REQUIRE(parla::train::Trainer(cfg, {}).run().steps == 3);
   const std::string dir = cfg.training.save_dir, last = dir + "/checkpoint_last.pt", int8 = dir + "/int8.pt";
-  parla::models::quantize_checkpoint(last, int8);
+  parla::train::quantize_checkpoint(last, int8);
   const std::string config_file = dir + "-config.json";
   std::ofstream(config_file) << parla::config::to_json(cfg).dump(2);
   const auto last_time = fs::last_write_time(last);
