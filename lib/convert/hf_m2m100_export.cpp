@@ -26,16 +26,6 @@ namespace fs = std::filesystem;
 
 constexpr int64_t kHfBos = 0, kHfPad = 1, kHfEos = 2, kHfUnk = 3;  // fairseq's dictionary
 
-ModelConfig model_config_of(const models::ModelMeta& meta, const std::string& what) {
-  config::ConfigBuilder builder;
-  builder.merge(nlohmann::json{{"model", meta.config.value("model", nlohmann::json::object())}}, what);
-  return builder.build().model;
-}
-
-bool is_m2m100_language_token(const std::string& piece) {
-  return piece.size() > 4 && piece.compare(0, 2, "__") == 0 && piece.compare(piece.size() - 2, 2, "__") == 0;
-}
-
 std::string base64(const std::string& bytes) {
   static const char* alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string out;
@@ -163,7 +153,7 @@ void export_hf_m2m100(const std::string& checkpoint, const std::string& out) {
   const auto& meta = loaded.meta;
   if (!meta.int8.empty())
     throw DataError(checkpoint + ": is an int8 checkpoint; export the float checkpoint it was quantized from");
-  const ModelConfig cfg = model_config_of(meta, "checkpoint " + checkpoint);
+  const ModelConfig cfg = models::model_config(meta, checkpoint);
   auto refuse = [&](const std::string& what) {
     throw DataError(checkpoint + ": " + what + ", which an M2M-100 model cannot represent; export it for "
                     "CTranslate2 instead (tools/export-ctranslate2.py)");
@@ -214,7 +204,9 @@ void export_hf_m2m100(const std::string& checkpoint, const std::string& out) {
       refuse("the control token '" + piece.substr(0, 40) + "' is neither a language nor <mask>");
     }
   }
-  const bool m2m = is_m2m100_language_token(hf_pieces[static_cast<size_t>(language_ids.at(0))]);
+  // M2M-100's codes name tokens ("de" is "__de__"); NLLB's codes are their tokens ("deu_Latn").
+  const std::string& first_token = hf_pieces[static_cast<size_t>(language_ids.at(0))];
+  const bool m2m = code_of.at(first_token) != first_token;
   const std::string source = meta.languages.value("source", std::string()),
                     target = meta.languages.value("target", std::string());
   const std::string source_code = source.empty() ? code_of.begin()->second : source;

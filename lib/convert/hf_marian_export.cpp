@@ -57,9 +57,7 @@ void export_hf_marian(const std::string& checkpoint, const std::string& out) {
   const auto& meta = loaded.meta;
   if (!meta.int8.empty())
     throw DataError(checkpoint + ": is an int8 checkpoint; export the float checkpoint it was quantized from");
-  config::ConfigBuilder builder;
-  builder.merge(nlohmann::json{{"model", meta.config["model"]}}, "checkpoint " + checkpoint);
-  const ModelConfig cfg = builder.build().model;
+  const ModelConfig cfg = models::model_config(meta, checkpoint);
   auto refuse = [&](const std::string& what) {
     throw DataError(checkpoint + ": " + what + ", which a MarianMT model cannot represent; export it for "
                     "CTranslate2 instead (tools/export-ctranslate2.py), which can");

@@ -291,6 +291,12 @@ void load_weights(const std::string& path, torch::nn::Module& model,
   archive.check_unchanged();  // a file truncated under the load read zeros: refused, not trained on
 }
 
+ModelConfig model_config(const ModelMeta& meta, const std::string& path) {
+  config::ConfigBuilder builder;
+  builder.merge(nlohmann::json{{"model", meta.config.value("model", nlohmann::json::object())}}, "checkpoint " + path);
+  return builder.build().model;
+}
+
 std::shared_ptr<torch::nn::Module> build_saved_model(const std::string& path, const ModelMeta& meta) {
   if (!meta.config.is_object() || !meta.config.contains("model"))
     throw DataError(path + ": checkpoint metadata has no 'model' config section");
@@ -298,9 +304,7 @@ std::shared_ptr<torch::nn::Module> build_saved_model(const std::string& path, co
     throw DataError(path + ": checkpoint metadata has no vocabulary sizes");
   std::shared_ptr<torch::nn::Module> model;
   try {
-    config::ConfigBuilder builder;
-    builder.merge(nlohmann::json{{"model", meta.config["model"]}}, "checkpoint " + path);
-    const ModelConfig cfg = builder.build().model;
+    const ModelConfig cfg = model_config(meta, path);
     build_within_file_budget(
         path,
         [&] {

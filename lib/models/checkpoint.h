@@ -28,6 +28,7 @@
 #include <nlohmann/json.hpp>
 #include <torch/nn/module.h>
 
+#include "core/config/model_config.h"
 #include "models/seq2seq.h"
 #include "models/tensor_archive.h"
 #include "text/sentencepiece_vocab.h"
@@ -69,6 +70,10 @@ std::pair<text::SentencePieceVocab, text::SentencePieceVocab> vocabularies(const
 // DataError naming the file when `meta` is an int8 checkpoint: such a file decodes, but cannot be trained,
 // averaged or used to initialise a model. `use` names what was asked of it ("--resume", "average", ...).
 void require_float_checkpoint(const ModelMeta& meta, const std::string& path, const std::string& use);
+
+// The model section the checkpoint at `path` was built with, read as a config (ConfigError naming the key and
+// "checkpoint PATH" for a value this version does not accept).
+ModelConfig model_config(const ModelMeta& meta, const std::string& path);
 
 // Writes atomically (temp file in the same folder, then rename; a model with int8 weights is written as an int8
 // checkpoint). `extra` may be empty. Throws IoError when the file cannot be written.
