@@ -204,6 +204,7 @@ void export_hf_m2m100(const std::string& checkpoint, const std::string& out) {
       refuse("the control token '" + piece.substr(0, 40) + "' is neither a language nor <mask>");
     }
   }
+  if (language_ids.empty()) refuse("none of its language codes' tokens is in its vocabulary");
   // M2M-100's codes name tokens ("de" is "__de__"); NLLB's codes are their tokens ("deu_Latn").
   const std::string& first_token = hf_pieces[static_cast<size_t>(language_ids.at(0))];
   const bool m2m = code_of.at(first_token) != first_token;

@@ -96,6 +96,26 @@ TEST_CASE("an imported M2M-100 or NLLB-200 model exports to a Hugging Face folde
       CHECK(q.exit_code != 0);
       CHECK_THAT(q.err, Contains("int8"));
       CHECK_FALSE(fs::exists(dir.file("int8-hf")));
+      // Damaged checkpoints are refused naming the file: language codes whose tokens the vocabulary lacks (with no
+      // control tokens at all), and control tokens that are no language.
+      {
+        auto loaded = parla::models::load_seq2seq(f.checkpoint);
+        auto meta = loaded.meta;
+        meta.languages["codes"] = {{"xx", "__xx__"}};
+        meta.languages.erase("source");
+        meta.languages.erase("target");
+        parla::models::save_checkpoint(dir.file("damaged.pt"), *loaded.model, meta);
+        meta.control_pieces.clear();
+        parla::models::save_checkpoint(dir.file("no-controls.pt"), *loaded.model, meta);
+      }
+      auto no_controls = parla::testing::run("parla-convert", {"to-hf", dir.file("no-controls.pt"), "-o", dir.file("nc-hf")});
+      CHECK(no_controls.exit_code == 1);
+      CHECK_THAT(no_controls.err, Contains("no-controls.pt") && Contains("language codes"));
+      CHECK_FALSE(fs::exists(dir.file("nc-hf")));
+      auto damaged = parla::testing::run("parla-convert", {"to-hf", dir.file("damaged.pt"), "-o", dir.file("damaged-hf")});
+      CHECK(damaged.exit_code == 1);
+      CHECK_THAT(damaged.err, Contains("damaged.pt") && Contains("is neither a language nor <mask>"));
+      CHECK_FALSE(fs::exists(dir.file("damaged-hf")));
     }
   }
 }
