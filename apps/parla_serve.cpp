@@ -17,10 +17,12 @@
 #include "core/app.h"
 #include "core/config.h"
 #include "core/error.h"
+#include "core/lean_load.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_device.h"
 #include "core/schema_flags.h"
 #include "decode/between_steps.h"
+#include "decode/translation_model.h"
 #include "decode/translator.h"
 #include "serve/http_server.h"
 #include "serve/stop_signal.h"
@@ -73,17 +75,18 @@ void check_serve_config(const parla::Config& config) {
                              std::to_string(config.serve.max_beam_size) + ")");
 }
 
-// The decoding the service calls: the translator's encoding, batches and streams, with its search options (and
-// the shortlist it loaded, decoding.shortlist) and languages.
+// The decoding the service calls: the translator's encoding, batches and streams, with the model's search options
+// (every `decoding` search key, the shortlist it loaded among them: what parla-translate searches with) and
+// languages.
 parla::serve::Backend backend_of(parla::decode::Translator& translator, bool continuous) {
   parla::serve::Backend backend;
   backend.search = translator.options();
-  backend.languages = {translator.language_ids(), translator.source_language()};
+  backend.languages = {translator.model().language_ids, translator.model().source_language};
   backend.encode = [t = &translator](const std::string& line) { return t->encode_line(line, "a request"); };
   backend.decode = [t = &translator](const std::vector<std::vector<int>>& sources,
                                      const parla::decode::SearchOptions& options) {
     try {
-      return t->translate_encoded(sources, options);
+      return t->translate_batch(sources, options);
     } catch (const parla::decode::SearchInterrupted&) {
       throw;  // the batcher stopped it: nobody waits for it any more
     } catch (const std::exception& e) {
@@ -189,7 +192,7 @@ int parla_serve_main(int argc, char** argv) {
 
     // Declared first so that it outlives the service, whose decoding thread uses it.
     std::unique_ptr<parla::decode::Translator> translator;
-    parla::serve::TranslationService service(config.serve, config.decoding);
+    parla::serve::TranslationService service(config.serve);
     parla::serve::HttpServer http(service, config.serve);
     const int port = http.bind();
     http.start();
@@ -200,8 +203,10 @@ int parla_serve_main(int argc, char** argv) {
     const auto dev = parla::runtime::resolve_device(
         {config.runtime.device, schema_flags.origin("runtime.device"), 1, 0});
     spdlog::debug("{} threads, decoding on {}", used, parla::runtime::describe_device(dev));
+    // The model loads between two page-outs (core/lean_load.h): this process serves from now on.
     translator = std::make_unique<parla::decode::Translator>(
-        parla::decode::Translator::load(models, config.decoding, static_cast<uint64_t>(config.runtime.seed), dev));
+        parla::load_lean([&] { return parla::decode::TranslationModel::load(models, config.decoding, dev); }),
+        static_cast<uint64_t>(config.runtime.seed));
     service.start(backend_of(*translator, config.serve.continuous));
     spdlog::info("ready: POST http://{}:{}/translate ({} batches of up to {} sentences, {} ms wait)",
                  config.serve.host, port, config.serve.continuous ? "continuous" : "static",

@@ -1,6 +1,6 @@
 // parla-translate: raw text in, detokenised translations out (one output line per input line, in input order).
 // Its flags are those of the `decoding` and `runtime` config keys (core/schema_flags.h); the work is
-// parla::decode::Translator.
+// parla::decode::FileTranslator over a TranslationModel.
 #include <unistd.h>
 
 #include <iostream>
@@ -10,9 +10,12 @@
 
 #include "core/app.h"
 #include "core/config.h"
+#include "core/lean_load.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_device.h"
 #include "core/schema_flags.h"
+#include "decode/translate_file.h"
+#include "decode/translation_model.h"
 #include "decode/translator.h"
 
 int parla_translate_main(int argc, char** argv) {
@@ -55,13 +58,15 @@ int parla_translate_main(int argc, char** argv) {
     const auto dev = parla::runtime::resolve_device(
         {config.runtime.device, schema_flags.origin("runtime.device"), 1, 0});
     spdlog::debug("decoding on {}", parla::runtime::describe_device(dev));
-    auto translator =
-        parla::decode::Translator::load(models, config.decoding, static_cast<uint64_t>(config.runtime.seed), dev);
-    translator.set_inter_threads(config.runtime.inter_threads, used);
+    // The model loads between two page-outs (core/lean_load.h): this process translates from now on.
+    parla::decode::Translator translator(
+        parla::load_lean([&] { return parla::decode::TranslationModel::load(models, config.decoding, dev); }),
+        static_cast<uint64_t>(config.runtime.seed));
+    parla::decode::FileTranslator file_translator(translator, config.decoding, config.runtime.inter_threads, used);
     if (config.runtime.inter_threads > 1)
       spdlog::info("{} workers of {} thread{} each (runtime.inter_threads, runtime.threads)",
                    config.runtime.inter_threads, used, used == 1 ? "" : "s");
-    parla::decode::translate_file(translator, input, output);
+    parla::decode::translate_file(file_translator, input, output);
     return 0;
   }));
 }

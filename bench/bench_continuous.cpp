@@ -21,6 +21,7 @@
 #include "core/config/decoding_config.h"
 #include "runtime/runtime.h"
 #include "runtime/runtime_device.h"
+#include "decode/translation_model.h"
 #include "decode/translator.h"
 
 namespace {
@@ -68,13 +69,13 @@ int main(int argc, char** argv) {
   parla::DecodingConfig d;
   d.beam_size = beam;
   const auto device = parla::runtime::resolve_device({device_name, "bench_continuous's device argument", 1, 0});
-  auto translator = parla::decode::Translator::load({model}, d, 1, device);
+  parla::decode::Translator translator(parla::decode::TranslationModel::load({model}, d, device), 1);
   std::vector<std::vector<int>> sources;
   for (size_t i = 0; i < lines.size(); ++i) {
     auto ids = translator.encode_line(lines[i], "line " + std::to_string(i + 1));
     if (!ids.empty()) sources.push_back(ids);
   }
-  translator.translate_encoded({sources[0]}, translator.options());  // warm-up
+  translator.translate_batch({sources[0]}, translator.options());  // warm-up
   std::printf("bench_continuous: %s, %zu sentences of %s, beam %d, %s\n", model.c_str(), sources.size(),
               input.c_str(), beam, parla::runtime::describe_device(device).c_str());
   std::printf("%8s %-22s %12s %10s %10s %10s\n", "clients", "mode", "sentences/s", "join s", "step s", "differ");
@@ -89,7 +90,7 @@ int main(int argc, char** argv) {
     for (size_t b = 0; b < order.size(); b += n) {
       std::vector<std::vector<int>> batch;
       for (size_t k = b; k < std::min(order.size(), b + n); ++k) batch.push_back(sources[order[k]]);
-      translator.translate_encoded(batch, translator.options());
+      translator.translate_batch(batch, translator.options());
     }
     const double offline = since(t0);
     // Static: arrival order, batches of n.
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
     t0 = Clock::now();
     for (size_t b = 0; b < sources.size(); b += n) {
       std::vector<std::vector<int>> batch(sources.begin() + b, sources.begin() + std::min(sources.size(), b + n));
-      auto out = translator.translate_encoded(batch, translator.options());
+      auto out = translator.translate_batch(batch, translator.options());
       for (size_t k = 0; k < out.size(); ++k) reference[b + k] = out[k][0].text;
     }
     const double fixed = since(t0);

@@ -37,6 +37,9 @@
 
 #include "core/config.h"
 #include "runtime/runtime.h"
+#include "core/lean_load.h"
+#include "decode/translate_file.h"
+#include "decode/translation_model.h"
 #include "decode/translator.h"
 
 using Clock = std::chrono::steady_clock;
@@ -209,7 +212,9 @@ int main(int argc, char** argv) {
     parla::runtime::apply(parla::RuntimeConfig{});
     parla::DecodingConfig d;
     d.batch_size = 64;
-    auto translator = parla::decode::Translator::load({model}, d, 1);
+    parla::decode::Translator loaded(
+        parla::load_lean([&] { return parla::decode::TranslationModel::load({model}, d); }), 1);
+    parla::decode::FileTranslator translator(loaded, d);
     translator.translate_lines({sentences[0]});  // warm-up
     auto t0 = Clock::now();
     offline_out = translator.translate_lines(sentences);

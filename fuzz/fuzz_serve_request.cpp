@@ -63,8 +63,9 @@ parla::serve::TranslationService& service(int variant) {
     cfg.batch_size = 7;
     parla::DecodingConfig decoding;
     decoding.beam_size = 2;
-    s = std::make_unique<parla::serve::TranslationService>(cfg, decoding);
+    s = std::make_unique<parla::serve::TranslationService>(cfg);
     parla::serve::Backend backend;
+    backend.search = parla::decode::SearchOptions::from_config(decoding);
     backend.encode = encode;
     backend.decode = [](const std::vector<std::vector<int>>& sources, const parla::decode::SearchOptions& options) {
       std::vector<std::vector<Translation>> out;

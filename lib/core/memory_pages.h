@@ -26,7 +26,7 @@ struct MappedRange {
 // page_out for every read-only mapping of a shared library or of the executable (their code, constants and
 // relocation tables; /proc/self/maps), which are the same bytes as their files. A LibTorch process touches ~40 MB of
 // them while starting (its constructors register ~2,000 operators) and loading a model, and decoding runs little
-// of it: what it does run comes back as it runs (decode::Translator::load calls this). Returns the ranges advised.
+// of it: what it does run comes back as it runs (core/lean_load.h calls this). Returns the ranges advised.
 std::vector<MappedRange> page_out_libraries();
 
 }  // namespace parla

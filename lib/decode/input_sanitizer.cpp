@@ -84,6 +84,11 @@ size_t kept_bytes(const std::string& line, size_t max_chars) {
   return n;
 }
 
+std::string cut_chars_warning(const std::string& where, uint64_t bytes, size_t max_chars) {
+  return where + ": " + std::to_string(bytes) + " bytes, longer than the limit of " + std::to_string(max_chars) +
+         " characters (decoding.max_input_chars); cut before tokenizing";
+}
+
 bool LineReader::next(std::string& line) {
   line.clear();
   cut_ = false;

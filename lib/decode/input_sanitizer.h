@@ -49,6 +49,9 @@ class CharBudget {
 // How many leading bytes of `line` a budget of `max_chars` characters keeps (CharBudget's rule): line.size()
 // when the whole line fits.
 size_t kept_bytes(const std::string& line, size_t max_chars);
+// The warning for a line of `bytes` bytes cut to `max_chars` characters, naming `where` ("input line 7") and
+// decoding.max_input_chars.
+std::string cut_chars_warning(const std::string& where, uint64_t bytes, size_t max_chars);
 
 // Reads lines split on '\n' only (a final line without '\n' counts; an empty stream has no lines), so the
 // line count always equals what `wc -l` plus an unterminated last line would say. Each line is cut to

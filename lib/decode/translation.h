@@ -1,6 +1,6 @@
 #pragma once
 // One translation of one source sentence as a caller sees it: the detokenised text, the score beam search ranked
-// it by, and its length in target pieces. What Translator::translate_encoded returns and parla-serve answers
+// it by, and its length in target pieces. What Translator::translate_batch returns and parla-serve answers
 // with. Torch-free.
 #include <cstddef>
 #include <string>

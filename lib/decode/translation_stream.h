@@ -1,7 +1,7 @@
 #pragma once
 // Continuous batching (for parla-serve): a running beam search over a loaded model that new sentences join at
 // a step boundary and finished ones leave, so that a long sentence does not hold short ones back and the batch
-// refills as it empties. Each sentence's translation is the one Translator::translate_encoded gives it (the
+// refills as it empties. Each sentence's translation is the one Translator::translate_batch gives it (the
 // decoder state keeps each row's own positions; tests/decode/test_translation_stream.cpp checks it to the bit).
 #include <cstdint>
 #include <memory>

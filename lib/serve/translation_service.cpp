@@ -26,22 +26,18 @@ std::string seconds_text(double s) {
 
 }  // namespace
 
-TranslationService::TranslationService(const ServeConfig& serve, const DecodingConfig& decoding) : serve_(serve) {
+TranslationService::TranslationService(const ServeConfig& serve) : serve_(serve) {
   limits_.max_sentences = static_cast<size_t>(serve.max_sentences);
   limits_.max_beam_size = serve.max_beam_size;
-  limits_.search = decode::SearchOptions::from_config(decoding);
-  limits_.search.beam_size = std::min(limits_.search.beam_size, serve.max_beam_size);
 }
 
 TranslationService::~TranslationService() { shutdown(); }
 
 void TranslationService::start(Backend backend) {
   limits_.languages = backend.languages;
-  if (backend.search) {
-    // Read by begin() only after it has seen the batcher set below, under the mutex.
-    limits_.search = *backend.search;
-    limits_.search.beam_size = std::min(limits_.search.beam_size, serve_.max_beam_size);
-  }
+  // Read by begin() only after it has seen the batcher set below, under the mutex.
+  limits_.search = backend.search;
+  limits_.search.beam_size = std::min(limits_.search.beam_size, serve_.max_beam_size);
   const BatcherLimits b = BatcherLimits::from_config(serve_);
   auto batcher = backend.open_stream
                      ? std::make_shared<SentenceBatcher>(b, backend.open_stream, &metrics_, backend.decode)

@@ -8,12 +8,10 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <optional>
 #include <mutex>
 #include <string>
 #include <vector>
 
-#include "core/config/decoding_config.h"
 #include "core/config/serve_config.h"
 #include "serve/sentence_batcher.h"
 #include "serve/server_metrics.h"
@@ -37,9 +35,10 @@ struct Reply {
 struct Backend {
   std::function<std::vector<int>(const std::string& line)> encode;
   BatchDecoder decode;
-  // The decoder's own search options (decode::Translator::options(): the loaded shortlist, ...), which requests
-  // start from instead of the ones the service makes from the config, so that an answer is parla-translate's.
-  std::optional<SearchOptions> search;
+  // The search requests start from (decode::TranslationModel::options: every `decoding` search key, the loaded
+  // shortlist among them), so that an answer is parla-translate's; a request changes only its own fields (beam
+  // size, n-best, languages), and beam_size is capped at serve.max_beam_size.
+  SearchOptions search;
   // A multilingual model's languages, which requests may name (source_lang, target_lang).
   LanguageIds languages;
   // Continuous batching (serve.continuous) when set; `decode` then decodes only the batches that preempt the
@@ -49,7 +48,7 @@ struct Backend {
 
 class TranslationService {
  public:
-  TranslationService(const ServeConfig& serve, const DecodingConfig& decoding);
+  explicit TranslationService(const ServeConfig& serve);
   ~TranslationService();
 
   // The model is loaded: from now on requests are translated (before, /translate and /health answer 503).

@@ -18,6 +18,9 @@
 #include "core/heap_allocator.h"
 #include "core/output_file.h"
 #include "decode/input_sanitizer.h"
+#include "core/lean_load.h"
+#include "decode/translate_file.h"
+#include "decode/translation_model.h"
 #include "decode/translator.h"
 #include "models/checkpoint.h"
 #include "models/factory.h"
@@ -87,6 +90,11 @@ parla::DecodingConfig beam2_cut40() {
   cfg.beam_size = 2;
   cfg.max_input_length = 40;
   return cfg;
+}
+
+// A translator over one checkpoint on the CPU, as parla-translate makes it.
+parla::decode::Translator cpu_translator(const std::string& checkpoint, const parla::DecodingConfig& cfg) {
+  return parla::decode::Translator(parla::decode::TranslationModel::load({checkpoint}, cfg, torch::kCPU), 1);
 }
 
 }  // namespace
@@ -355,18 +363,19 @@ TEST_CASE("a translator resolves decoding.precision for its device and names the
           "[translate_app]") {
   auto& f = fixture();
   parla::DecodingConfig cfg = beam2_cut40();
-  auto t = parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU);
-  CHECK(t.device().is_cpu());
-  CHECK(t.precision() == torch::kFloat);
+  auto t = cpu_translator(f.checkpoint, cfg);
+  CHECK(t.model().device.is_cpu());
+  CHECK(t.model().precision == torch::kFloat);
+  parla::decode::FileTranslator file_translator(t, cfg);
   cfg.precision = parla::Precision::kBf16;
-  CHECK(parla::decode::Translator::load({f.checkpoint}, cfg, 1).precision() == torch::kBFloat16);
+  CHECK(parla::decode::TranslationModel::load({f.checkpoint}, cfg)->precision == torch::kBFloat16);
   cfg.precision = parla::Precision::kFp16;
-  CHECK_THROWS_WITH(parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU),
+  CHECK_THROWS_WITH(parla::decode::TranslationModel::load({f.checkpoint}, cfg, torch::kCPU),
                     Catch::Contains("decoding.precision"));
 
   std::istringstream in("the house is small\n");
   parla::OutputFile full("/dev/full");  // refuses every write with ENOSPC, as a full disk does
-  CHECK_THROWS_WITH(t.translate_stream(in, full),
+  CHECK_THROWS_WITH(file_translator.translate_stream(in, full),
                     Catch::Contains("'/dev/full'") && Catch::Contains("No space left on device"));
 }
 
@@ -464,40 +473,40 @@ TEST_CASE("a line cut for parla-serve (encode_line) gets parla-translate's cut, 
           "[translate_app]") {
   auto& f = fixture();
   parla::DecodingConfig cfg = beam2_cut40();
-  auto t = parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU);
-  CHECK(t.max_input_chars() == 32 * 40);
+  auto t = cpu_translator(f.checkpoint, cfg);
+  CHECK(t.model().max_input_chars == 32 * 40);
   std::string line;
   while (line.size() < 100000) line += "the \xC3\xA9t\xC3\xA9 house is small ";
   const auto ids = t.encode_line(line, "a request");
-  const size_t keep = parla::decode::kept_bytes(line, t.max_input_chars());
+  const size_t keep = parla::decode::kept_bytes(line, t.model().max_input_chars);
   REQUIRE(keep < line.size());
   CHECK(ids == t.encode_line(line.substr(0, keep), "a request"));
-  CHECK(static_cast<int64_t>(ids.size()) == t.max_input_length());
+  CHECK(static_cast<int64_t>(ids.size()) == t.model().max_input_length);
 
   TempDir dir("translate-serve-cut");
   std::istringstream in(line + "\n");
   {
     parla::OutputFile out(dir.file("out.txt"));
-    t.translate_stream(in, out);
+    parla::decode::FileTranslator(t, cfg).translate_stream(in, out);
     out.close();
   }
-  const auto served = t.translate_encoded({ids}, t.options());
+  const auto served = t.translate_batch({ids}, t.options());
   REQUIRE(served.size() == 1);
   CHECK(parla::testing::read_file(dir.file("out.txt")) == served[0][0].text + "\n");
 
   cfg.max_input_chars = 7;
-  CHECK(parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU).max_input_chars() == 7);
+  CHECK(parla::decode::TranslationModel::load({f.checkpoint}, cfg, torch::kCPU)->max_input_chars == 7);
 }
 
-TEST_CASE("translate_encoded and open_stream search with the options of the call, not the translator's",
+TEST_CASE("translate_batch and open_stream search with the options of the call, not the translator's",
           "[translate_app]") {
   auto& f = fixture();
   parla::DecodingConfig cfg = beam2_cut40();
-  auto beam2 = parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU);
+  auto beam2 = cpu_translator(f.checkpoint, cfg);
   cfg.beam_size = 3;
   cfg.n_best = 3;
   cfg.length_penalty = 0;
-  auto nbest3 = parla::decode::Translator::load({f.checkpoint}, cfg, 1, torch::kCPU);
+  auto nbest3 = cpu_translator(f.checkpoint, cfg);
   REQUIRE(nbest3.options().n_best == 3);
   REQUIRE(beam2.options().beam_size == 2);
 
@@ -505,10 +514,10 @@ TEST_CASE("translate_encoded and open_stream search with the options of the call
   for (const char* line : {"the house is small", "a green tree", "the dog"})
     sources.push_back(beam2.encode_line(line, "a request"));
   // beam2's translator given nbest3's options answers as nbest3 does, and the other way round.
-  const auto asked = beam2.translate_encoded(sources, nbest3.options());
-  const auto own = nbest3.translate_encoded(sources, nbest3.options());
-  const auto back = nbest3.translate_encoded(sources, beam2.options());
-  const auto beam2_own = beam2.translate_encoded(sources, beam2.options());
+  const auto asked = beam2.translate_batch(sources, nbest3.options());
+  const auto own = nbest3.translate_batch(sources, nbest3.options());
+  const auto back = nbest3.translate_batch(sources, beam2.options());
+  const auto beam2_own = beam2.translate_batch(sources, beam2.options());
   REQUIRE(asked.size() == sources.size());
   for (size_t i = 0; i < sources.size(); ++i) {
     CHECK(asked[i].size() == 3);
@@ -609,17 +618,18 @@ TEST_CASE("parla-shortlist builds a shortlist that parla-translate decodes with,
   CHECK(!fs::exists(never));
 }
 
-TEST_CASE("Translator::load gives back what loading freed: a trim right after it finds little", "[translate_app]") {
+TEST_CASE("load_lean gives back what loading a model freed: a trim right after it finds little", "[translate_app]") {
   // The shared Multi30k model quantized at load: the file's copies and the float weights int8 replaced are freed
   // while loading (60 MB stayed resident in parla-translate before return_free_memory existed).
   const std::string path = std::string(PARLA_SHARED_DIR) + "/models/multi30k-en-de-small/average.pt";
   parla::DecodingConfig cfg;
   cfg.precision = parla::Precision::kInt8;
-  auto t = parla::decode::Translator::load({path}, cfg, 1, torch::kCPU);
+  parla::decode::Translator t(
+      parla::load_lean([&] { return parla::decode::TranslationModel::load({path}, cfg, torch::kCPU); }), 1);
   const long before = parla::testing::resident_process_kb();
   parla::return_free_memory();
   const long after = parla::testing::resident_process_kb();
   INFO("VmRSS " << before << " -> " << after << " kB");
   CHECK(before - after < 8 * 1024);
-  CHECK(t.translate_lines({"A man is riding a bike."}).size() == 1);
+  CHECK(parla::decode::FileTranslator(t, cfg).translate_lines({"A man is riding a bike."}).size() == 1);
 }

@@ -245,8 +245,8 @@ TEST_CASE("n-best and beam size per request equal parla-translate's with the sam
   CHECK(s.stop(SIGINT) == 0);
 }
 
-TEST_CASE("decoding.shortlist restricts the server's answers as it restricts parla-translate's (issue 58: it was "
-          "loaded and ignored)", "[serve_app][shortlist]") {
+TEST_CASE("the server's answers are parla-translate's with a shortlist, int8, beam and length penalty set by --set "
+          "(issue 58: the shortlist was loaded and ignored)", "[serve_app][shortlist]") {
   auto& f = fixture();
   const auto [src_path, tgt_path] = parla::testing::write_toy_parallel(f.dir, "sl-train");
   const auto sl = f.dir.file("serve-shortlist.txt");
@@ -260,15 +260,27 @@ TEST_CASE("decoding.shortlist restricts the server's answers as it restricts par
   std::string text;
   for (const auto& l : some) text += l + "\n";
   const std::string input = f.dir.write("sl-input.txt", text);
-  auto with = run("parla-translate", {"-m", f.checkpoint, "-i", input, "-b", "3", "--threads", "1", "--shortlist", sl});
-  auto without = run("parla-translate", {"-m", f.checkpoint, "-i", input, "-b", "3", "--threads", "1"});
+  // The same decoding keys for both programs, each given as --set.
+  const std::vector<std::string> keys{"--set", "decoding.beam_size=3", "--set", "decoding.precision=int8",
+                                      "--set", "decoding.length_penalty=0.4"};
+  auto translate = [&](bool shortlist) {
+    std::vector<std::string> args{"-m", f.checkpoint, "-i", input, "--threads", "1"};
+    args.insert(args.end(), keys.begin(), keys.end());
+    if (shortlist) args.insert(args.end(), {"--set", "decoding.shortlist=" + sl});
+    return run("parla-translate", args);
+  };
+  auto with = translate(true);
+  auto without = translate(false);
+  INFO(with.err);
   REQUIRE(with.exit_code == 0);
   REQUIRE(without.exit_code == 0);
+  REQUIRE(with.err.find(", int8 on ") != std::string::npos);  // the keys took effect: the model decodes in int8
   REQUIRE(with.out != without.out);  // the shortlist changes some translation, or this test proves nothing
   const auto expected = parla::testing::split_lines(with.out);
   const bool continuous = GENERATE(false, true);
   INFO((continuous ? "continuous" : "static") << " batching");
-  std::vector<std::string> args{"-m", f.checkpoint, "-b", "3", "--set", "decoding.shortlist=" + sl};
+  std::vector<std::string> args{"-m", f.checkpoint, "--set", "decoding.shortlist=" + sl};
+  args.insert(args.end(), keys.begin(), keys.end());
   if (continuous) args.push_back("--continuous");
   Server s(args);
   auto j = post(s, {{"texts", some}});

@@ -16,9 +16,11 @@ using namespace std::chrono_literals;
 namespace {
 
 // Upper-cases each line. While *gate is set, a batch waits in the decoder (after counting itself in *entered).
+// Requests start from the search `decoding` describes, as parla-serve's start from its model's.
 Backend upper_backend(std::chrono::milliseconds delay = 0ms, std::atomic<bool>* gate = nullptr,
-                      std::atomic<int>* entered = nullptr) {
+                      std::atomic<int>* entered = nullptr, const parla::DecodingConfig& decoding = {}) {
   Backend b;
+  b.search = SearchOptions::from_config(decoding);
   b.encode = [](const std::string& line) {
     std::vector<int> ids;
     for (unsigned char c : line) ids.push_back(c);
@@ -42,7 +44,7 @@ Backend upper_backend(std::chrono::milliseconds delay = 0ms, std::atomic<bool>* 
 }  // namespace
 
 TEST_CASE("before the model is loaded, health and translate answer 503 with Retry-After, and 200 once it is") {
-  TranslationService service(parla::ServeConfig{}, parla::DecodingConfig{});
+  TranslationService service(parla::ServeConfig{});
   CHECK(service.health().status == 503);
   CHECK(service.health().retry_after == 1);
   auto early = service.translate(R"({"text": "abc"})");
@@ -65,7 +67,7 @@ TEST_CASE("after stop_accepting new requests get 503 while those in flight finis
   parla::ServeConfig cfg;
   cfg.batch_size = 1;
   cfg.max_wait_ms = 0;
-  TranslationService service(cfg, parla::DecodingConfig{});
+  TranslationService service(cfg);
   std::atomic<bool> gate{true};
   std::atomic<int> entered{0};
   service.start(upper_backend(0ms, &gate, &entered));
@@ -92,7 +94,7 @@ TEST_CASE("a client that goes away while waiting gets its work cancelled and is 
   parla::ServeConfig cfg;
   cfg.batch_size = 1;
   cfg.max_wait_ms = 0;
-  TranslationService service(cfg, parla::DecodingConfig{});
+  TranslationService service(cfg);
   service.start(upper_backend(20ms));
   auto r = service.translate(R"({"texts": ["a", "b", "c", "d", "e", "f", "g", "h"]})", [] { return true; }, 5ms);
   CHECK(r.status == 499);
@@ -111,10 +113,10 @@ TEST_CASE("the decoder searches with the decoding section's options and each req
   decoding.n_best = 2;
   decoding.length_penalty = 0.3;
   decoding.min_length = 1;
-  TranslationService service(cfg, decoding);
+  TranslationService service(cfg);
   std::mutex mutex;
   std::vector<parla::decode::SearchOptions> seen;
-  Backend b = upper_backend();
+  Backend b = upper_backend(0ms, nullptr, nullptr, decoding);
   auto upper = b.decode;
   b.decode = [&, upper](const std::vector<std::vector<int>>& sources, const SearchOptions& o) {
     {
@@ -149,7 +151,7 @@ TEST_CASE("a request past serve.request_timeout_s gets 504 with the lines done s
   cfg.batch_size = 1;
   cfg.max_wait_ms = 0;
   cfg.request_timeout_s = 0.3;
-  TranslationService service(cfg, parla::DecodingConfig{});
+  TranslationService service(cfg);
   std::atomic<int> batches{0};
   Backend b = upper_backend(50ms, nullptr, &batches);
   service.start(b);
@@ -182,7 +184,7 @@ TEST_CASE("a request past serve.request_timeout_s gets 504 with the lines done s
   CHECK_THAT(service.metrics().body, Catch::Contains("parla_requests_total{code=\"504\"} 1"));
   // One line only: "translation" is null.
   cfg.request_timeout_s = 0.05;
-  TranslationService slow(cfg, parla::DecodingConfig{});
+  TranslationService slow(cfg);
   slow.start(upper_backend(200ms));
   auto one = slow.translate(R"({"text": "abc"})");
   CHECK(one.status == 504);
@@ -199,10 +201,10 @@ TEST_CASE("serve.max_queued_cost bounds the queue by beam x allowed output lengt
   // The reference cost, by hand: a line of 10 characters (10 ids) at beam 4 costs 4 x (3 x 10 + 10) = 160.
   const std::string ten = "abcdefghij";
   cfg.max_queued_cost = 4 * 160 + 100;  // four such lines fit, a fifth does not
-  TranslationService service(cfg, decoding);
+  TranslationService service(cfg);
   std::atomic<bool> gate{true};
   std::atomic<int> entered{0};
-  service.start(upper_backend(0ms, &gate, &entered));
+  service.start(upper_backend(0ms, &gate, &entered, decoding));
   Reply first, queued;
   std::thread a([&] { first = service.translate(R"({"text": "x", "beam_size": 4})"); });
   while (entered == 0) std::this_thread::sleep_for(1ms);  // "x" is in the decoder, nothing waits
@@ -234,7 +236,7 @@ TEST_CASE("/health reports degraded (503, Retry-After) while the queue holds mor
   cfg.batch_size = 1;
   cfg.max_wait_ms = 0;
   cfg.health_max_queued_s = 0.2;
-  TranslationService service(cfg, parla::DecodingConfig{});
+  TranslationService service(cfg);
   std::atomic<bool> gate{true};
   std::atomic<int> entered{0};
   service.start(upper_backend(0ms, &gate, &entered));
@@ -266,7 +268,7 @@ TEST_CASE("a one-line request is answered while 100 long requests with another b
   cfg.max_queue = 100000;
   cfg.max_queued_cost = 0;
   cfg.request_timeout_s = 0;
-  TranslationService service(cfg, parla::DecodingConfig{});
+  TranslationService service(cfg);
   std::atomic<bool> gate{true};
   std::atomic<int> entered{0};
   service.start(upper_backend(10ms, &gate, &entered));
@@ -295,7 +297,7 @@ TEST_CASE("/health is degraded while one static batch decodes longer than health
   parla::ServeConfig cfg;
   cfg.max_wait_ms = 0;
   cfg.health_max_queued_s = 0.2;
-  TranslationService service(cfg, parla::DecodingConfig{});
+  TranslationService service(cfg);
   std::atomic<bool> gate{true};
   std::atomic<int> entered{0};
   service.start(upper_backend(0ms, &gate, &entered));
