@@ -62,6 +62,28 @@ torch::Tensor linear_attention_step(const torch::Tensor& q, const torch::Tensor&
   return num / den;
 }
 
+void LinearDecodingState::reorder(const torch::Tensor& indices) {
+  if (sums.s.defined()) sums.s = sums.s.index_select(0, indices);
+  if (sums.z.defined()) sums.z = sums.z.index_select(0, indices);
+}
+
+void LinearDecodingState::add_rows(int64_t count) {
+  auto grow = [&](torch::Tensor& t) {
+    if (!t.defined() || count <= 0) return;
+    auto shape = t.sizes().vec();
+    shape[0] = count;
+    t = torch::cat({t, torch::zeros(shape, t.options())});
+  };
+  grow(sums.s);
+  grow(sums.z);
+}
+
+LinearAttentionState& LinearDecodingState::of(SelfAttentionCache& cache) {
+  auto* state = dynamic_cast<LinearDecodingState*>(cache.state.get());
+  TORCH_CHECK(state, "a linear-attention step on a cache made by another attention variant");
+  return state->sums;
+}
+
 LinearSelfAttentionImpl::LinearSelfAttentionImpl(const MultiHeadAttentionOptions& options)
     : SelfAttentionImpl(options) {}
 
@@ -76,13 +98,17 @@ torch::Tensor LinearSelfAttentionImpl::attend_step(const torch::Tensor& q, const
                                                    const torch::Tensor& v, SelfAttentionCache& cache,
                                                    torch::Tensor* weights) {
   auto qh = split_heads(q), kh = split_heads(k), vh = split_heads(v);
-  auto out = linear_attention_step(qh, kh, vh, cache.linear);
+  auto out = linear_attention_step(qh, kh, vh, LinearDecodingState::of(cache));
   if (weights) {
     // The recurrent state forgets the individual keys; keep them only when weights are wanted.
     cache.kv.append(step_heads(k), step_heads(v));
     *weights = linear_attention_weights(qh, cache.kv.gather().first, {}, false);
   }
   return merge_heads(out);
+}
+
+std::unique_ptr<VariantDecodingState> LinearSelfAttentionImpl::new_decoding_state() const {
+  return std::make_unique<LinearDecodingState>();
 }
 
 }  // namespace parla::nn

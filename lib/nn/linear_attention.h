@@ -5,9 +5,13 @@
 // costs O(T d^2) instead of O(T^2 d). In the causal case the sums run over j <= i (Eq. 8-10): they are
 // prefix sums in training and a constant-size recurrent state in incremental decoding.
 // All tensors are [B, H, T, Dh]. LinearSelfAttention is the layer (model.attention "linear").
+#include <cstdint>
+#include <memory>
+
 #include <torch/types.h>
 
 #include "nn/self_attention.h"
+#include "nn/self_attention_cache.h"
 
 namespace parla::nn {
 
@@ -30,8 +34,19 @@ struct LinearAttentionState {
 torch::Tensor linear_attention_step(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                     LinearAttentionState& state);
 
-// Linear self-attention: no settings of its own. Decoding keeps the recurrent state (cache.linear), and the
-// individual keys only when weights are asked for.
+// The running sums as a decoder layer's cache keeps them (linear and performer self-attention): rows reorder with
+// the beam, and rows that join start from zero sums, since 0 + x == x gives the sums they would have alone.
+class LinearDecodingState : public VariantDecodingState {
+ public:
+  LinearAttentionState sums;
+  void reorder(const torch::Tensor& indices) override;
+  void add_rows(int64_t count) override;
+  // The linear state `cache` holds (made by a variant's new_decoding_state).
+  static LinearAttentionState& of(SelfAttentionCache& cache);
+};
+
+// Linear self-attention: no settings of its own. Decoding keeps the recurrent state (a LinearDecodingState), and
+// the individual keys only when weights are asked for.
 class LinearSelfAttentionImpl : public SelfAttentionImpl {
  public:
   explicit LinearSelfAttentionImpl(const MultiHeadAttentionOptions& options);
@@ -41,6 +56,7 @@ class LinearSelfAttentionImpl : public SelfAttentionImpl {
                        const torch::Tensor& key_valid, bool causal, torch::Tensor* weights) override;
   torch::Tensor attend_step(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                             SelfAttentionCache& cache, torch::Tensor* weights) override;
+  std::unique_ptr<VariantDecodingState> new_decoding_state() const override;
 };
 TORCH_MODULE(LinearSelfAttention);
 

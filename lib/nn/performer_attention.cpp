@@ -254,13 +254,17 @@ torch::Tensor PerformerSelfAttentionImpl::attend_step(const torch::Tensor& q, co
                                                       torch::Tensor* weights) {
   auto qh = split_heads(q), kh = split_heads(k), vh = split_heads(v);
   auto w = performer_features.to(qh.scalar_type());
-  auto out = performer_attention_step(qh, kh, vh, w, cache.linear);
+  auto out = performer_attention_step(qh, kh, vh, w, LinearDecodingState::of(cache));
   if (weights) {
     // The recurrent state forgets the individual keys; keep them only when weights are wanted.
     cache.kv.append(step_heads(k), step_heads(v));
     *weights = performer_attention_weights(qh, cache.kv.gather().first, {}, w, false);
   }
   return merge_heads(out);
+}
+
+std::unique_ptr<VariantDecodingState> PerformerSelfAttentionImpl::new_decoding_state() const {
+  return std::make_unique<LinearDecodingState>();
 }
 
 }  // namespace parla::nn

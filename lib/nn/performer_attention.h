@@ -10,7 +10,7 @@
 // is exp(q^T k / sqrt(Dh)), the one of scaled dot-product attention. All tensors are [B, H, T, Dh].
 //
 // PerformerSelfAttention is the layer (model.attention "performer"): the features are a buffer drawn from the
-// layer's seed and redrawn on a schedule in training; decoding keeps the recurrent state (cache.linear).
+// layer's seed and redrawn on a schedule in training; decoding keeps the recurrent state (linear attention's LinearDecodingState).
 #include <cstdint>
 
 #include <torch/types.h>
@@ -63,7 +63,7 @@ torch::Tensor performer_attention_weights(const torch::Tensor& q, const torch::T
 // One causal step: q, k, v [B, H, 1, Dh]; adds the new key/value to `state` (s = sum phi(k) v^T [B, H, m, Dv],
 // z = sum phi(k) [B, H, m], both with the causal constant exp(-c) above, in float32 for half/bfloat16 inputs) and
 // returns [B, H, 1, Dv], equal to the last row of the causal performer_attention over all positions so far. An
-// undefined state is an empty one; rows appended with zero s and z (SelfAttentionCache::add_rows) start with an
+// undefined state is an empty one; rows appended with zero s and z (LinearDecodingState::add_rows) start with an
 // empty history; index_select on dim 0 reorders beams. `w` must stay the same for the whole sequence.
 torch::Tensor performer_attention_step(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                        const torch::Tensor& w, LinearAttentionState& state);
@@ -97,6 +97,7 @@ class PerformerSelfAttentionImpl : public SelfAttentionImpl {
                        const torch::Tensor& key_valid, bool causal, torch::Tensor* weights) override;
   torch::Tensor attend_step(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                             SelfAttentionCache& cache, torch::Tensor* weights) override;
+  std::unique_ptr<VariantDecodingState> new_decoding_state() const override;
 
  private:
   // In training, redraw the features every redraw_every forward passes.

@@ -30,9 +30,12 @@ torch::Tensor SelfAttentionImpl::self_attend(const torch::Tensor& x, const torch
 torch::Tensor SelfAttentionImpl::self_attend_step(const torch::Tensor& x, SelfAttentionCache& cache,
                                                   torch::Tensor* weights) {
   auto qkv = qkv_proj(x).chunk(3, -1);
+  if (cache.length == 0 && !cache.state) cache.state = new_decoding_state();
   cache.length += 1;
   return out_proj(attend_step(qkv[0], qkv[1], qkv[2], cache, weights));
 }
+
+std::unique_ptr<VariantDecodingState> SelfAttentionImpl::new_decoding_state() const { return nullptr; }
 
 torch::Tensor SelfAttentionImpl::step_heads(const torch::Tensor& t) const {
   return t.reshape({t.size(0), options_.heads, head_dim_});

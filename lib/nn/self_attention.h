@@ -12,6 +12,7 @@
 //   nystrom     low rank (Xiong et al. 2021; encoder only)                       nystrom_attention.h
 // self_attention_factory.h chooses one from the model config. Parameters and buffers keep the names they had as
 // members of one layer (qkv_proj, out_proj, routing_centroids, ...): every checkpoint loads.
+#include <memory>
 #include <vector>
 
 #include <torch/types.h>
@@ -20,7 +21,8 @@
 
 namespace parla::nn {
 
-struct SelfAttentionCache;  // self_attention_cache.h
+struct SelfAttentionCache;   // self_attention_cache.h
+class VariantDecodingState;  // self_attention_cache.h
 
 class SelfAttentionImpl : public MultiHeadAttentionImpl {
  public:
@@ -45,6 +47,9 @@ class SelfAttentionImpl : public MultiHeadAttentionImpl {
   // `cache` holds the earlier positions (its length already counts the new one) -> [N, 1, D] before W^O.
   virtual torch::Tensor attend_step(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v,
                                     SelfAttentionCache& cache, torch::Tensor* weights) = 0;
+
+  // The variant's own decoding state, made at a cache's first step (null: the key/value cache is all it keeps).
+  virtual std::unique_ptr<VariantDecodingState> new_decoding_state() const;
 
   // [N, 1, D] -> [N, H, Dh]: one position's heads, the layout of the key/value cache and the single-query kernel.
   torch::Tensor step_heads(const torch::Tensor& t) const;

@@ -10,6 +10,7 @@
 
 #include "core/config.h"
 #include "core/error.h"
+#include "nn/linear_attention.h"
 #include "nn/performer_attention.h"
 #include "nn/routing_attention.h"
 #include "nn/self_attention_cache.h"
@@ -67,6 +68,22 @@ TEST_CASE("incremental steps of sparse, routing and performer self-attention equ
       // The step's weights over the t + 1 cached keys are row t of the full pass's.
       REQUIRE(max_abs_diff(w.squeeze(2), full_weights.select(2, t).narrow(2, 0, t + 1)) < 1e-5);
     }
+  }
+}
+
+TEST_CASE("each variant makes its own decoding state at a cache's first step: running sums for linear and "
+          "performer, nothing beside the key/value cache for the others") {
+  for (auto kind : kCausalKinds) {
+    INFO("kind " << parla::config::name_of(kind));
+    auto mha = variant(kind);
+    mha->eval();
+    torch::NoGradGuard no_grad;
+    SelfAttentionCache cache;
+    mha->self_attend_step(torch::randn({2, 1, 16}), cache);
+    const bool sums = kind == AttentionKind::kLinear || kind == AttentionKind::kPerformer;
+    CHECK(static_cast<bool>(dynamic_cast<LinearDecodingState*>(cache.state.get())) == sums);
+    CHECK(static_cast<bool>(cache.state) == sums);
+    if (sums) CHECK(LinearDecodingState::of(cache).s.size(0) == 2);
   }
 }
 

@@ -9,6 +9,7 @@
 #include <torch/torch.h>
 
 #include "nn/cross_attention.h"
+#include "nn/linear_attention.h"
 #include "nn/self_attention_cache.h"
 #include "nn/single_query_attention.h"
 #include "support/cuda.h"
@@ -397,14 +398,16 @@ TEST_CASE("continuous batching: a row that joins a running cache attends only to
 
 TEST_CASE("continuous batching: rows joined in a self-attention cache with linear attention start from zero sums") {
   SelfAttentionCache cache;
-  cache.linear.s = torch::ones({2, 1, 3, 3});
-  cache.linear.z = torch::ones({2, 1, 3});
+  cache.state = std::make_unique<LinearDecodingState>();
+  auto& sums = LinearDecodingState::of(cache);
+  sums.s = torch::ones({2, 1, 3, 3});
+  sums.z = torch::ones({2, 1, 3});
   cache.length = 4;
   cache.add_rows(1);
-  REQUIRE(cache.linear.s.size(0) == 3);
-  CHECK(cache.linear.s[2].abs().sum().item<double>() == 0);
-  CHECK(cache.linear.z[2].abs().sum().item<double>() == 0);
-  CHECK(cache.linear.s[1].sum().item<double>() == 9);
+  REQUIRE(sums.s.size(0) == 3);
+  CHECK(sums.s[2].abs().sum().item<double>() == 0);
+  CHECK(sums.z[2].abs().sum().item<double>() == 0);
+  CHECK(sums.s[1].sum().item<double>() == 9);
   cache.rebase(10);  // clamped to the positions it has
   CHECK(cache.length == 0);
 }
