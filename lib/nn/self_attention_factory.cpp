@@ -16,28 +16,6 @@ namespace parla::nn {
 
 namespace self_attention_factory_impl {
 
-// model.sparse_pattern's names and sizes; the band is model.local_window wide, and the random blocks are drawn
-// from model.attention_seed alone.
-SparsePattern sparse_pattern_of(const ModelConfig& cfg) {
-  auto has = [&](const char* name) {
-    return std::find(cfg.sparse_pattern.begin(), cfg.sparse_pattern.end(), name) != cfg.sparse_pattern.end();
-  };
-  SparsePattern p;
-  p.band = has("band");
-  p.window = cfg.local_window;
-  p.global = has("global");
-  p.global_tokens = cfg.sparse_global_tokens;
-  p.dilated = has("dilated");
-  p.dilation = cfg.sparse_dilation;
-  p.dilated_window = cfg.sparse_dilated_window;
-  p.random = has("random");
-  p.random_blocks = cfg.sparse_random_blocks;
-  p.block_local = has("block");
-  p.block_size = cfg.sparse_block_size;
-  p.seed = static_cast<uint64_t>(cfg.attention_seed);
-  return p;
-}
-
 template <class Variant, class... Options>
 SelfAttention make(const MultiHeadAttentionOptions& shared, const Options&... options) {
   // Through the base pointer: ModuleHolder's forwarding constructor would take a derived one as an argument.
@@ -45,6 +23,26 @@ SelfAttention make(const MultiHeadAttentionOptions& shared, const Options&... op
 }
 
 }  // namespace self_attention_factory_impl
+
+SparsePattern sparse_pattern_of(const ModelConfig& cfg) {
+  auto has = [&](AtomicSparsePattern atom) {
+    return std::find(cfg.sparse_pattern.begin(), cfg.sparse_pattern.end(), atom) != cfg.sparse_pattern.end();
+  };
+  SparsePattern p;
+  p.band = has(AtomicSparsePattern::kBand);
+  p.window = cfg.local_window;
+  p.global = has(AtomicSparsePattern::kGlobal);
+  p.global_tokens = cfg.sparse_global_tokens;
+  p.dilated = has(AtomicSparsePattern::kDilated);
+  p.dilation = cfg.sparse_dilation;
+  p.dilated_window = cfg.sparse_dilated_window;
+  p.random = has(AtomicSparsePattern::kRandom);
+  p.random_blocks = cfg.sparse_random_blocks;
+  p.block_local = has(AtomicSparsePattern::kBlock);
+  p.block_size = cfg.sparse_block_size;
+  p.seed = static_cast<uint64_t>(cfg.attention_seed);
+  return p;
+}
 
 SelfAttention make_self_attention(AttentionKind kind, const MultiHeadAttentionOptions& shared, const ModelConfig& cfg) {
   using self_attention_factory_impl::make;
@@ -54,7 +52,7 @@ SelfAttention make_self_attention(AttentionKind kind, const MultiHeadAttentionOp
     case AttentionKind::kLocal: return make<LocalSelfAttentionImpl>(shared, LocalAttentionOptions{cfg.local_window});
     case AttentionKind::kLinear: return make<LinearSelfAttentionImpl>(shared);
     case AttentionKind::kSparse:
-      return make<SparseSelfAttentionImpl>(shared, self_attention_factory_impl::sparse_pattern_of(cfg));
+      return make<SparseSelfAttentionImpl>(shared, sparse_pattern_of(cfg));
     case AttentionKind::kRouting:
       return make<RoutingSelfAttentionImpl>(shared, RoutingAttentionOptions{cfg.routing_clusters, cfg.routing_decay});
     case AttentionKind::kPerformer:

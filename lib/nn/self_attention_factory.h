@@ -5,6 +5,7 @@
 // make_self_attention.
 #include "core/config/model_config.h"
 #include "nn/self_attention.h"
+#include "nn/sparse_attention.h"
 
 namespace parla::nn {
 
@@ -16,5 +17,9 @@ SelfAttention make_self_attention(AttentionKind kind, const MultiHeadAttentionOp
 // model.decoder_attention, both defaulting to model.attention; each layer of each stack draws its own random
 // numbers (sparse, performer, routing), while the sparse pattern's random blocks are the same in every layer.
 SelfAttention make_self_attention(const ModelConfig& cfg, bool decoder, int layer);
+
+// model.sparse_pattern's atomic patterns and the model.sparse_* sizes; the band is model.local_window wide, and the
+// random blocks are drawn from model.attention_seed alone.
+SparsePattern sparse_pattern_of(const ModelConfig& cfg);
 
 }  // namespace parla::nn

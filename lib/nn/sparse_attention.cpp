@@ -6,6 +6,7 @@
 
 #include <torch/torch.h>
 
+#include "core/config/model_config.h"
 #include "core/error.h"
 #include "nn/attention_scores.h"
 #include "nn/masked_softmax.h"
@@ -128,9 +129,8 @@ void validate(const SparsePattern& p) {
   }
   if (p.random) require_positive(p.random_blocks, "model.sparse_random_blocks");
   if (!(p.band || p.global || p.dilated || p.random || p.block_local))
-    throw ConfigError(
-        "key 'model.sparse_pattern': no pattern enabled (use one or more of: band, global, dilated, random, "
-        "block_local)");
+    throw ConfigError("key 'model.sparse_pattern': no pattern enabled (use one or more of: " +
+                      config::names_joined<AtomicSparsePattern>() + ")");
 }
 
 std::vector<int64_t> random_key_blocks(const SparsePattern& p, int64_t query_block, int64_t real_length, bool causal) {

@@ -29,7 +29,8 @@ parla::ModelConfig variant_config() {
   parla::ModelConfig c;
   c.local_window = 1;
   // Small blocks and sizes so that every pattern leaves some pairs out of sequences of ~10 positions.
-  c.sparse_pattern = {"band", "global", "random"};
+  c.sparse_pattern = {parla::AtomicSparsePattern::kBand, parla::AtomicSparsePattern::kGlobal,
+                      parla::AtomicSparsePattern::kRandom};
   c.sparse_block_size = 2;
   c.routing_clusters = 3;
   c.performer_features = 32;
@@ -219,6 +220,22 @@ std::string config_error(const std::vector<std::pair<std::string, parla::config:
   return "";
 }
 
+TEST_CASE("model.sparse_pattern is read as its patterns' enum and written back by their names, in its order") {
+  parla::config::ConfigBuilder b;
+  b.set("model.sparse_pattern", parla::config::json::array({"dilated", "block", "band"}), "test");
+  const auto cfg = b.build();
+  using parla::AtomicSparsePattern;
+  const std::vector<AtomicSparsePattern> read{AtomicSparsePattern::kDilated, AtomicSparsePattern::kBlock,
+                                              AtomicSparsePattern::kBand};
+  REQUIRE((cfg.model.sparse_pattern == read));
+  CHECK(parla::ModelConfig::schema().to_json(cfg.model)["sparse_pattern"] ==
+        parla::config::json::array({"dilated", "block", "band"}));
+  CHECK(parla::ModelConfig::schema().to_json(parla::ModelConfig{})["sparse_pattern"] ==
+        parla::config::json::array({"band", "global", "random"}));
+  const auto p = parla::nn::sparse_pattern_of(cfg.model);
+  CHECK((p.dilated && p.block_local && p.band && !p.global && !p.random));
+}
+
 TEST_CASE("bad attention keys are config errors naming the key") {
   using parla::config::json;
   auto contains = [](const std::string& s, const std::string& part) { return s.find(part) != std::string::npos; };
@@ -229,6 +246,8 @@ TEST_CASE("bad attention keys are config errors naming the key") {
                    "model.sparse_pattern"));
   REQUIRE(contains(config_error({{"model.attention", "sparse"}, {"model.sparse_pattern", json::array()}}),
                    "model.sparse_pattern"));
+  REQUIRE(contains(config_error({{"model.sparse_pattern", json::array({"band", "globl"})}}), "did you mean 'global'"));
+  REQUIRE(contains(config_error({{"model.sparse_pattern", "band"}}), "model.sparse_pattern"));  // not a list
   REQUIRE(contains(config_error({{"model.sparse_block_size", 0}}), "model.sparse_block_size"));
   REQUIRE(contains(config_error({{"model.sparse_random_blocks", -1}}), "model.sparse_random_blocks"));
   REQUIRE(contains(config_error({{"model.routing_clusters", 0}}), "model.routing_clusters"));

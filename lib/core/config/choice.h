@@ -21,6 +21,14 @@ struct is_choice<E, std::void_t<decltype(Choices<E>::names)>> : std::true_type {
 template <class E>
 inline constexpr bool is_choice_v = is_choice<E>::value;
 
+// A list of choices (model.sparse_pattern): std::vector of such an enum.
+template <class T>
+struct is_choice_list : std::false_type {};
+template <class E>
+struct is_choice_list<std::vector<E>> : is_choice<E> {};
+template <class T>
+inline constexpr bool is_choice_list_v = is_choice_list<T>::value;
+
 // The config's spelling of a value ("transformer" for ModelType::kTransformer).
 template <class E>
 const char* name_of(E value) {

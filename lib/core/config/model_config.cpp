@@ -42,16 +42,9 @@ void validate_attention_keys(const ModelConfig& m) {
     throw ConfigError(std::string("key '") + dec_key +
                       "': nystrom attention cannot run causally (its landmarks average over future positions); "
                       "choose it for model.encoder_attention only");
-  static const std::set<std::string> known = {"band", "global", "dilated", "random", "block"};
-  if (enc == AttentionKind::kSparse || dec == AttentionKind::kSparse) {
-    if (m.sparse_pattern.empty())
-      throw ConfigError("key 'model.sparse_pattern': empty (list at least one of: band, global, dilated, random, "
-                        "block)");
-    for (const auto& p : m.sparse_pattern)
-      if (!known.count(p))
-        throw ConfigError("key 'model.sparse_pattern': unknown pattern '" + p +
-                          "' (must be one of: band, global, dilated, random, block)");
-  }
+  if ((enc == AttentionKind::kSparse || dec == AttentionKind::kSparse) && m.sparse_pattern.empty())
+    throw ConfigError("key 'model.sparse_pattern': empty (list at least one of: " +
+                      config::names_joined<AtomicSparsePattern>() + ")");
   if (m.routing_decay <= 0 || m.routing_decay >= 1)
     throw ConfigError("key 'model.routing_decay': " + std::to_string(m.routing_decay) +
                       " is outside (0, 1)");

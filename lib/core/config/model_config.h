@@ -22,6 +22,8 @@ enum class DecoderStart { kBos, kPad, kEos };                // the token the de
 enum class AttentionKind { kInherit, kFull, kLocal, kLinear, kSparse, kRouting, kPerformer, kNystrom };
 // Whether the variant can run causally (decoder self-attention): every one but nystrom.
 inline bool attention_kind_is_causal(AttentionKind kind) { return kind != AttentionKind::kNystrom; }
+// The atomic patterns whose union is sparse attention (seed 002, Fig. 4; model.sparse_pattern).
+enum class AtomicSparsePattern { kBand, kGlobal, kDilated, kRandom, kBlock };
 enum class RnnCell { kGru, kLstm };
 enum class RnnAttention { kBahdanau, kLuong };               // additive, or general (multiplicative)
 
@@ -59,7 +61,8 @@ struct ModelConfig {
   AttentionKind decoder_attention = AttentionKind::kInherit;  // decoder self-attention; causal variants only
   int local_window = 16;           // local attention and the sparse band: attend to positions at most this far away
   // sparse (position-based patterns, seed 002 Fig. 4): which atomic patterns, and their sizes.
-  std::vector<std::string> sparse_pattern = {"band", "global", "random"};
+  std::vector<AtomicSparsePattern> sparse_pattern = {AtomicSparsePattern::kBand, AtomicSparsePattern::kGlobal,
+                                                    AtomicSparsePattern::kRandom};
   int sparse_block_size = 32;      // block of the blockwise computation, of block-local and of random connections
   int sparse_global_tokens = 1;    // the first g positions attend to and are attended by every position
   int sparse_random_blocks = 1;    // random key blocks per query block
@@ -111,6 +114,9 @@ PARLA_CHOICES(parla::SinusoidalLayout, {parla::SinusoidalLayout::kInterleaved, "
               {parla::SinusoidalLayout::kConcatenated, "concatenated"}, {parla::SinusoidalLayout::kFairseq, "fairseq"});
 PARLA_CHOICES(parla::DecoderStart, {parla::DecoderStart::kBos, "bos"}, {parla::DecoderStart::kPad, "pad"},
               {parla::DecoderStart::kEos, "eos"});
+PARLA_CHOICES(parla::AtomicSparsePattern, {parla::AtomicSparsePattern::kBand, "band"},
+              {parla::AtomicSparsePattern::kGlobal, "global"}, {parla::AtomicSparsePattern::kDilated, "dilated"},
+              {parla::AtomicSparsePattern::kRandom, "random"}, {parla::AtomicSparsePattern::kBlock, "block"});
 PARLA_CHOICES(parla::AttentionKind, {parla::AttentionKind::kInherit, ""}, {parla::AttentionKind::kFull, "full"},
               {parla::AttentionKind::kLocal, "local"}, {parla::AttentionKind::kLinear, "linear"},
               {parla::AttentionKind::kSparse, "sparse"}, {parla::AttentionKind::kRouting, "routing"},

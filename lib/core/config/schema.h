@@ -85,6 +85,8 @@ class SectionSchema {
   SectionSchema& add(const std::string& key, T S::*member, std::string doc, Check check = {}) {
     if constexpr (is_choice_v<T>) {
       return add_choice(key, member, std::move(doc), std::move(check));
+    } else if constexpr (is_choice_list_v<T>) {
+      return add_choice_list(key, member, std::move(doc), std::move(check));
     } else {
       return add_value(key, member, std::move(doc), std::move(check));
     }
@@ -165,6 +167,36 @@ class SectionSchema {
       s.*member = value;
     });
     writers_.push_back([member, key](const S& s, json& out) { out[key] = name_of(s.*member); });
+    return *this;
+  }
+
+  // A list of enum values: a JSON list of strings, each one of the enum's names (or of the subset `check` lists).
+  template <class E>
+  SectionSchema& add_choice_list(const std::string& key, std::vector<E> S::*member, std::string doc, Check check) {
+    if (check.choices.empty()) check.choices = names_of<E>();
+    S defaults{};
+    json default_names = json::array();
+    for (E v : defaults.*member) default_names.push_back(name_of(v));
+    keys_.push_back({key, "list of strings", "each " + check.describe(), std::move(doc), default_names, ""});
+    std::string qualified = name_ + "." + key;
+    readers_.push_back([member, check, qualified](S& s, const json& j, const Source& src) {
+      std::string where = src.origin + ": key '" + qualified + "'";
+      std::vector<std::string> texts;
+      detail::read_value(j, texts, where);
+      std::vector<E> values;
+      for (const auto& text : texts) {
+        detail::check_value(text, check, where);
+        E value{};
+        if (!parse_choice(text, value)) throw ConfigError(where + ": '" + text + "' is not a value of this key");
+        values.push_back(value);
+      }
+      s.*member = std::move(values);
+    });
+    writers_.push_back([member, key](const S& s, json& out) {
+      json names = json::array();
+      for (E v : s.*member) names.push_back(name_of(v));
+      out[key] = names;
+    });
     return *this;
   }
 
