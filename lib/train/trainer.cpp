@@ -20,11 +20,9 @@
 #include "train/batch_dump.h"
 #include "train/bert_pretraining.h"
 #include "train/distributed.h"
-#include "train/dynamic_loss_scaler.h"
 #include "train/fine_tuning.h"
-#include "train/lr_schedule.h"
+#include "train/learner.h"
 #include "train/metrics_log.h"
-#include "train/optimizer_state.h"
 #include "train/shutdown_signal.h"
 #include "train/task.h"
 #include "train/training_reporter.h"
@@ -32,7 +30,6 @@
 #include "train/training_state.h"
 #include "train/translation_task.h"
 #include "train/update_step.h"
-#include "train/weight_ema.h"
 
 namespace fs = std::filesystem;
 
@@ -99,16 +96,9 @@ struct Trainer::Impl {
   torch::Device device{torch::kCPU};
   data::DatasetInfo info;
   std::unique_ptr<Task> task;
-  std::shared_ptr<torch::nn::Module> model;
-  std::unique_ptr<torch::optim::AdamW> optimizer;
-  std::unique_ptr<LrSchedule> schedule;
-  // Autocast dtype of forward + loss (training.precision); parameters and optimizer state stay fp32 whatever it is.
-  c10::ScalarType precision = c10::ScalarType::Float;
-  // Used only when precision is fp16; its state travels in checkpoints as "loss_scaler".
-  DynamicLossScaler scaler{LossScalerOptions::from_config(cfg.training)};
+  // The model, its optimizer, schedule, loss scaler, weight average and precision.
+  std::unique_ptr<Learner> learner;
   TrainingState state;
-  // training.ema_decay > 0: the moving average of the weights, which validation and checkpoint_best.pt use.
-  std::unique_ptr<WeightEma> ema;
   MetricsLog metrics;
   TrainingScheduler scheduler{cfg.training};
   std::string save_dir;
@@ -141,7 +131,7 @@ struct Trainer::Impl {
       task = std::make_unique<BertPretrainingTask>(cfg, info);
     else
       task = std::make_unique<TranslationTask>(cfg, info);
-    model = task->model();
+    std::shared_ptr<torch::nn::Module> model = task->model();
 
     std::string last = save_dir + "/checkpoint_last.pt";
     if (opts.resume.empty() && !opts.overwrite && fs::exists(last))
@@ -157,14 +147,8 @@ struct Trainer::Impl {
       auto* tt = dynamic_cast<TranslationTask*>(task.get());
       tt->init_encoder_from(t.init_encoder_from);
     }
-    model->to(device);
-    model->train();
-
-    torch::optim::AdamWOptions ao(t.lr);
-    ao.betas({t.adam_beta1, t.adam_beta2}).eps(t.adam_eps).weight_decay(t.weight_decay);
-    optimizer = std::make_unique<torch::optim::AdamW>(model->parameters(), ao);
-    schedule = std::make_unique<LrSchedule>(LrSchedule::from_config(t));
-    precision = runtime::resolve_precision(t.precision, device, "training.precision");
+    learner = std::make_unique<Learner>(model, t, device,
+                                        runtime::resolve_precision(t.precision, device, "training.precision"));
 
     if (!opts.resume.empty()) {
       resume_from(opts.resume);
@@ -175,7 +159,7 @@ struct Trainer::Impl {
     } else {
       dp->broadcast_parameters(*model);
     }
-    if (t.ema_decay > 0 && !ema) ema = std::make_unique<WeightEma>(*model, t.ema_decay);
+    learner->start_average();  // from the weights every rank now has
     if (master) {
       std::error_code ec;
       fs::create_directories(save_dir, ec);
@@ -185,13 +169,6 @@ struct Trainer::Impl {
       write_file_atomically(save_dir + "/config.json", config::to_json(cfg).dump(2) + "\n");
       metrics = MetricsLog(save_dir + "/" + t.metrics_file, /*truncate=*/opts.resume.empty());
     }
-  }
-
-  // The optimizer's parameters by name (it holds the model's parameters in this order), for its checkpoint entries.
-  std::vector<std::string> parameter_names() const {
-    std::vector<std::string> names;
-    for (const auto& p : model->named_parameters()) names.push_back(p.key());
-    return names;
   }
 
   void resume_from(const std::string& path) {
@@ -224,19 +201,10 @@ struct Trainer::Impl {
     }
     // The model is on `device` already, so load_weights maps the archive there: the AdamW moments it restores
     // land beside their parameters, whichever device wrote the checkpoint.
-    models::load_weights(path, *model, [&](const models::TensorArchive& a) {
-      if (!load_optimizer_state(a, *optimizer, parameter_names()))
-        throw DataError("'" + path + "' has no optimizer state (a model-only or averaged checkpoint?)");
+    models::load_weights(path, learner->model(), [&](const models::TensorArchive& a) {
+      learner->load(a, path);
       state.load(a, path, device);
-      if (cfg.training.ema_decay > 0) {
-        ema = std::make_unique<WeightEma>(*model, cfg.training.ema_decay);
-        if (!ema->load(a, path))
-          spdlog::warn("'{}' holds no weight average (it was written with training.ema_decay 0): the average "
-                       "starts from its weights",
-                       path);
-      }
       task->load_state(a);
-      scaler.load(a, path);  // absent (fp32/bf16 checkpoint): a fresh scaler
     });
     spdlog::info("resumed from '{}' at step {}, epoch {} (batch {} of the epoch)", path, state.step, state.epoch,
                  state.batch_in_epoch);
@@ -276,20 +244,18 @@ struct Trainer::Impl {
     meta.languages = info.languages;
     meta.info = info_json();
     std::string last = save_dir + "/checkpoint_last.pt";
-    models::save_checkpoint(last, *model, meta, [&](models::TensorArchive& a) {
-      save_optimizer_state(*optimizer, parameter_names(), a);
+    models::save_checkpoint(last, learner->model(), meta, [&](models::TensorArchive& a) {
+      learner->save(a);
       state.save(a, device);
       task->save_state(a);
-      if (precision == c10::ScalarType::Half) scaler.save(a);
-      if (ema) ema->save(a);
     });
-    if (ema) {
+    if (learner->ema()) {
       // The average as a model of its own, to translate with (no optimizer state: not a run to resume).
       models::ModelMeta averaged = meta;
       averaged.info["weights"] = "ema";
       averaged.info["ema_decay"] = cfg.training.ema_decay;
-      with_averaged_weights(ema.get(),
-                            [&] { models::save_checkpoint(save_dir + "/checkpoint_ema.pt", *model, averaged); });
+      learner->with_averaged_weights(
+          [&] { models::save_checkpoint(save_dir + "/checkpoint_ema.pt", learner->model(), averaged); });
     }
     if (keep_numbered && cfg.training.keep_last > 0) {
       copy_file_atomically(last, save_dir + "/checkpoint_" + std::to_string(state.step) + ".pt");
@@ -302,8 +268,8 @@ struct Trainer::Impl {
   ValidationVerdict validate(TrainResult& result, TrainingReporter& reporter) {
     const auto rng = GeneratorStates::capture(device);
     auto t0 = Clock::now();
-    ValidationResult r = with_averaged_weights(ema.get(), [&] { return task->validate(device, precision); });
-    model->train();
+    ValidationResult r = learner->with_averaged_weights([&] { return task->validate(device, learner->precision()); });
+    learner->model().train();
     rng.restore(device);
     double secs = std::chrono::duration<double>(Clock::now() - t0).count();
     const ValidationVerdict verdict = scheduler.record_validation(state, r);
@@ -324,7 +290,7 @@ struct Trainer::Impl {
     save_checkpoints(keep_numbered);
     // With an average, the validated weights are the average's: best is a copy of checkpoint_ema.pt.
     if (best && master)
-      copy_file_atomically(save_dir + (ema ? "/checkpoint_ema.pt" : "/checkpoint_last.pt"),
+      copy_file_atomically(save_dir + (learner->ema() ? "/checkpoint_ema.pt" : "/checkpoint_last.pt"),
                       save_dir + "/checkpoint_best.pt");
   }
 
@@ -362,13 +328,12 @@ struct Trainer::Impl {
     const auto start = Clock::now();
     bool saved_at_step = false;
     HostReads reads;
-    UpdateStep step(t, *task, *model, *optimizer, *schedule, scaler, ema.get(), *dp, device, precision, opts.faults);
-    TrainingReporter reporter(t, *task, device, master, metrics, reads, *schedule, scaler, step.loss_scaling(), start,
-                              state.step);
+    UpdateStep step(t, *task, *learner, *dp, opts.faults);
+    TrainingReporter reporter(t, *task, *learner, master, metrics, reads, start, state.step);
     std::unique_ptr<BatchDumpWriter> dump;
     if (master && !t.dump_batches.empty()) dump = std::make_unique<BatchDumpWriter>(t.dump_batches);
     int64_t n_parameters = 0;
-    for (const auto& p : model->parameters()) n_parameters += p.numel();
+    for (const auto& p : learner->model().parameters()) n_parameters += p.numel();
     reporter.training_begins(n_parameters, device.str(), world, table.ids.size(), plan.size());
 
     while (true) {
@@ -385,7 +350,7 @@ struct Trainer::Impl {
       }
       const int64_t begin = state.batch_in_epoch;
       const int64_t end = std::min<int64_t>(plan.size(), begin + static_cast<int64_t>(t.update_freq) * world);
-      model->train();
+      learner->model().train();
       const auto batches = read_batches(plan, begin, end);
 
       const AccumulatedUpdate update = step.accumulate(batches, state, result.oom_retries);
@@ -428,9 +393,9 @@ struct Trainer::Impl {
     result.skipped_steps = state.skipped_steps;
     result.losses = reporter.losses();
     result.host_reads = reads.count;
-    if (step.loss_scaling()) {
-      result.overflow_steps = scaler.overflows();
-      result.loss_scale = scaler.scale();
+    if (learner->loss_scaling()) {
+      result.overflow_steps = learner->scaler().overflows();
+      result.loss_scale = learner->scaler().scale();
     }
     return result;
   }

@@ -10,19 +10,15 @@
 
 namespace parla::train {
 
-TrainingReporter::TrainingReporter(const TrainingConfig& config, const Task& task, torch::Device device, bool master,
-                                   MetricsLog& metrics, HostReads& reads, const LrSchedule& schedule,
-                                   const DynamicLossScaler& scaler, bool loss_scaling, Clock::time_point start,
+TrainingReporter::TrainingReporter(const TrainingConfig& config, const Task& task, const Learner& learner,
+                                   bool master, MetricsLog& metrics, HostReads& reads, Clock::time_point start,
                                    int64_t start_step)
     : t_(config),
       task_(task),
-      device_(device),
+      learner_(learner),
       master_(master),
       metrics_(metrics),
       reads_(reads),
-      schedule_(schedule),
-      scaler_(scaler),
-      loss_scaling_(loss_scaling),
       start_(start),
       start_step_(start_step),
       iv_start_(Clock::now()) {}
@@ -57,7 +53,7 @@ double TrainingReporter::flush() {
     if (!u.skipped) parts.push_back(u.stats);
   parts.push_back(last_grad_norm_.defined()
                       ? last_grad_norm_.detach().to(torch::kFloat64).reshape({1})
-                      : torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(device_)));
+                      : torch::zeros({1}, torch::TensorOptions().dtype(torch::kFloat64).device(learner_.device())));
   auto host = reads_(torch::cat(parts)).contiguous();
   const double* v = host.data_ptr<double>();
   const size_t n_terms = task_.num_terms();
@@ -92,14 +88,14 @@ void TrainingReporter::progress(const TrainingState& state) {
     double left = t_.max_time * 60 - state.elapsed;
     eta = std::isnan(eta) ? left : std::min(eta, left);
   }
-  double lr = schedule_(state.step);
+  double lr = learner_.schedule()(state.step);
   if (master_) {
     spdlog::info("step {} | epoch {} | loss {:.4f} | ppl {:.2f} | lr {:.3e} | gnorm {:.3f} | {:.0f} tok/s | "
                  "elapsed {}{}{}",
                  state.step, state.epoch, mean_loss, std::exp(mean_nll), lr, grad_norm, tok_s,
                  Progress::format_duration(state.elapsed),
                  std::isnan(eta) ? "" : " | ETA " + Progress::format_duration(eta),
-                 loss_scaling_ ? fmt::format(" | loss scale {:g}", scaler_.scale()) : "");
+                 learner_.loss_scaling() ? fmt::format(" | loss scale {:g}", learner_.scaler().scale()) : "");
     nlohmann::json record = {{"type", "train"},
                              {"step", state.step},
                              {"epoch", state.epoch},
@@ -111,9 +107,9 @@ void TrainingReporter::progress(const TrainingState& state) {
                              {"tokens_per_second", tok_s},
                              {"elapsed", state.elapsed},
                              {"skipped_steps", state.skipped_steps}};
-    if (loss_scaling_) {
-      record["loss_scale"] = scaler_.scale();
-      record["overflow_steps"] = scaler_.overflows();
+    if (learner_.loss_scaling()) {
+      record["loss_scale"] = learner_.scaler().scale();
+      record["overflow_steps"] = learner_.scaler().overflows();
     }
     metrics_.write(record);
   }

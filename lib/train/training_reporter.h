@@ -14,8 +14,7 @@
 
 #include "core/config.h"
 #include "train/stop_reason.h"
-#include "train/dynamic_loss_scaler.h"
-#include "train/lr_schedule.h"
+#include "train/learner.h"
 #include "train/metrics_log.h"
 #include "train/task.h"
 #include "train/training_state.h"
@@ -26,11 +25,10 @@ namespace parla::train {
 class TrainingReporter {
  public:
   using Clock = std::chrono::steady_clock;
-  // `start`, `start_step`: when and at which step this run's training began (for throughput and the ETA).
-  // `loss_scaling`: fp16's dynamic loss scale is reported.
-  TrainingReporter(const TrainingConfig& config, const Task& task, torch::Device device, bool master,
-                   MetricsLog& metrics, HostReads& reads, const LrSchedule& schedule, const DynamicLossScaler& scaler,
-                   bool loss_scaling, Clock::time_point start, int64_t start_step);
+  // `start`, `start_step`: when and at which step this run's training began (for throughput and the ETA). The
+  // learner's schedule gives the learning rate, and under fp16 its loss scaler the scale reported.
+  TrainingReporter(const TrainingConfig& config, const Task& task, const Learner& learner, bool master,
+                   MetricsLog& metrics, HostReads& reads, Clock::time_point start, int64_t start_step);
 
   void training_begins(int64_t parameters, const std::string& device, int world, size_t pairs, size_t batches) const;
   void epoch_begins(int64_t epoch, size_t batches) const;
@@ -57,13 +55,10 @@ class TrainingReporter {
 
   const TrainingConfig& t_;
   const Task& task_;
-  torch::Device device_;
+  const Learner& learner_;
   bool master_;
   MetricsLog& metrics_;
   HostReads& reads_;
-  const LrSchedule& schedule_;
-  const DynamicLossScaler& scaler_;
-  bool loss_scaling_;
   Clock::time_point start_;
   int64_t start_step_;
   // Updates whose figures are still on the device, and the last update's gradient norm (what progress lines

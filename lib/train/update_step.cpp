@@ -44,23 +44,15 @@ data::Batch batch_rows(const data::Batch& b, int64_t start, int64_t n) {
   return o;
 }
 
-UpdateStep::UpdateStep(const TrainingConfig& config, Task& task, torch::nn::Module& model,
-                       torch::optim::AdamW& optimizer, const LrSchedule& schedule, DynamicLossScaler& scaler,
-                       WeightEma* ema, DataParallel& dp, torch::Device device, c10::ScalarType precision,
+UpdateStep::UpdateStep(const TrainingConfig& config, Task& task, Learner& learner, DataParallel& dp,
                        std::shared_ptr<UpdateFaults> faults)
     : t_(config),
       task_(task),
-      model_(model),
-      optimizer_(optimizer),
-      schedule_(schedule),
-      scaler_(scaler),
-      ema_(ema),
+      learner_(learner),
       dp_(dp),
-      device_(device),
-      precision_(precision),
+      device_(learner.device()),
       faults_(faults ? std::move(faults) : std::make_shared<UpdateFaults>()),
-      params_(model.parameters()),
-      loss_scaling_(precision == c10::ScalarType::Half) {}
+      params_(learner.model().parameters()) {}
 
 // Forward and backward of one batch; returns its figures (each term's loss sum, then the nll sum: float64
 // [terms + 1], detached, on the device). `in_backward` turns true once backward() may have touched .grad.
@@ -75,7 +67,7 @@ torch::Tensor UpdateStep::train_on_batch(const data::Batch& cpu_batch, const std
     // Mixed precision (Micikevicius et al. 2018, Sec. 3): autocast runs the forward pass and the loss in
     // bf16/fp16 where that is safe; the parameters (fp32 master weights) are cast per use, so the
     // backward pass, outside the scope, accumulates fp32 gradients for an fp32 optimizer.
-    runtime::AutocastScope autocast(device_, precision_);
+    runtime::AutocastScope autocast(device_, learner_.precision());
     auto terms = task_.loss(b);
     faults_->after_loss(update_index_, terms);
     auto zero = torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat64).device(device_));
@@ -93,7 +85,7 @@ torch::Tensor UpdateStep::train_on_batch(const data::Batch& cpu_batch, const std
   }
   if (total.defined()) {
     // Loss scaling (ibid., Sec. 3.2): shifts small fp16 gradients into the representable range.
-    if (loss_scaling_) total = total * scaler_.scale();
+    if (learner_.loss_scaling()) total = total * learner_.scaler().scale();
     in_backward = true;
     total.backward();
     faults_->after_backward(cpu_batch);
@@ -203,12 +195,12 @@ AccumulatedUpdate UpdateStep::accumulate(const std::vector<data::Batch>& batches
 UpdateOutcome UpdateStep::apply(const AccumulatedUpdate& u, TrainingState& state, HostReads& reads) {
   const size_t n_terms = task_.num_terms();
   torch::Tensor stats = u.stats;
-  dp_.all_reduce_gradients(model_);
-  dp_.average_running_statistics(model_);
-  if (loss_scaling_) {
+  dp_.all_reduce_gradients(learner_.model());
+  dp_.average_running_statistics(learner_.model());
+  if (learner_.loss_scaling()) {
     // Unscale before clipping, so clip_norm and the reported norm refer to the true gradient. The scale is a
     // power of two: exact. Overflow shows as a non-finite norm below, in the same read as the loss's flag.
-    const double inv_scale = 1.0 / scaler_.scale();
+    const double inv_scale = 1.0 / learner_.scaler().scale();
     for (auto& p : params_)
       if (p.grad().defined()) p.grad().mul_(inv_scale);
   }
@@ -230,18 +222,18 @@ UpdateOutcome UpdateStep::apply(const AccumulatedUpdate& u, TrainingState& state
   const bool norm_ok = flags[1].item<bool>();
 
   out.pending.skipped = true;
-  if (loss_scaling_ && loss_ok && !norm_ok) {
+  if (learner_.loss_scaling() && loss_ok && !norm_ok) {
     // A finite loss with non-finite gradients: the scale was too high for fp16, not a diverging model. Skip
     // the update and halve the scale; not a bad step (fairseq, GradScaler). The scaler stops the run (a
     // DataError) when the scale underflows.
-    optimizer_.zero_grad();
-    const double was = scaler_.scale();
-    scaler_.update(false);
+    learner_.optimizer().zero_grad();
+    const double was = learner_.scaler().scale();
+    learner_.scaler().update(false);
     spdlog::info("step {}: fp16 gradients overflowed at loss scale {:g}: update skipped, scale now {:g} "
                  "({} overflows in total)",
-                 state.step + 1, was, scaler_.scale(), scaler_.overflows());
+                 state.step + 1, was, learner_.scaler().scale(), learner_.scaler().overflows());
   } else if (!loss_ok || !norm_ok) {
-    optimizer_.zero_grad();
+    learner_.optimizer().zero_grad();
     ++state.bad_steps;
     ++state.skipped_steps;
     // NaN vs infinite is told apart only here, on the rare skipped update (a second read).
@@ -255,13 +247,13 @@ UpdateOutcome UpdateStep::apply(const AccumulatedUpdate& u, TrainingState& state
                       "checkpoint");
   } else {
     state.bad_steps = 0;
-    if (loss_scaling_) scaler_.update(true);
-    const double lr = schedule_(state.step + 1);
-    for (auto& g : optimizer_.param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-    optimizer_.step();
-    optimizer_.zero_grad();
+    if (learner_.loss_scaling()) learner_.scaler().update(true);
+    const double lr = learner_.schedule()(state.step + 1);
+    for (auto& g : learner_.optimizer().param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+    learner_.optimizer().step();
+    learner_.optimizer().zero_grad();
     ++state.step;
-    if (ema_) ema_->update(state.step);
+    if (learner_.ema()) learner_.ema()->update(state.step);
     state.tokens += static_cast<int64_t>(u.tokens);
     out.applied = true;
     out.pending.skipped = false;

@@ -16,12 +16,10 @@
 #include "core/config.h"
 #include "data/batch.h"
 #include "train/distributed.h"
-#include "train/dynamic_loss_scaler.h"
-#include "train/lr_schedule.h"
+#include "train/learner.h"
 #include "train/task.h"
 #include "train/training_state.h"
 #include "train/update_faults.h"
-#include "train/weight_ema.h"
 
 namespace parla::train {
 
@@ -61,14 +59,9 @@ struct UpdateOutcome {
 
 class UpdateStep {
  public:
-  // `faults` may be null (every real run).
-  UpdateStep(const TrainingConfig& config, Task& task, torch::nn::Module& model, torch::optim::AdamW& optimizer,
-             const LrSchedule& schedule, DynamicLossScaler& scaler, WeightEma* ema, DataParallel& dp,
-             torch::Device device, c10::ScalarType precision, std::shared_ptr<UpdateFaults> faults);
-
-  // fp16 needs dynamic loss scaling (its gradients underflow otherwise); bf16 has fp32's exponent range and
-  // does not (Kalamkar et al. 2019).
-  bool loss_scaling() const { return loss_scaling_; }
+  // Updates `learner`'s model, optimizer, loss scaler and average. `faults` may be null (every real run).
+  UpdateStep(const TrainingConfig& config, Task& task, Learner& learner, DataParallel& dp,
+             std::shared_ptr<UpdateFaults> faults);
 
   // Counts the items of this rank's batches, casts its shutdown vote (one collective for both), and runs their
   // forward and backward passes: gradients summed into .grad, figures into the result's stats.
@@ -88,17 +81,11 @@ class UpdateStep {
 
   const TrainingConfig& t_;
   Task& task_;
-  torch::nn::Module& model_;
-  torch::optim::AdamW& optimizer_;
-  const LrSchedule& schedule_;
-  DynamicLossScaler& scaler_;
-  WeightEma* ema_;
+  Learner& learner_;
   DataParallel& dp_;
-  torch::Device device_;
-  c10::ScalarType precision_;
+  const torch::Device device_;  // the learner's, read per batch
   std::shared_ptr<UpdateFaults> faults_;
   std::vector<torch::Tensor> params_;
-  bool loss_scaling_;
   int64_t update_index_ = 0;  // updates so far in this run, skipped ones included
 };
 
