@@ -147,17 +147,19 @@ bool is_m2m100_architecture(const models::ModelMeta& meta) {
          !meta.languages.value("codes", nlohmann::json::object()).empty();
 }
 
-void export_hf_m2m100(const std::string& checkpoint, const std::string& out) {
-  if (fs::exists(out)) throw UsageError(out + ": exists; give a folder that does not exist yet");
-  auto loaded = models::load_seq2seq(checkpoint);
-  const auto& meta = loaded.meta;
-  if (!meta.int8.empty())
-    throw DataError(checkpoint + ": is an int8 checkpoint; export the float checkpoint it was quantized from");
-  const ModelConfig cfg = models::model_config(meta, checkpoint);
-  auto refuse = [&](const std::string& what) {
-    throw DataError(checkpoint + ": " + what + ", which an M2M-100 model cannot represent; export it for "
-                    "CTranslate2 instead (tools/export-ctranslate2.py)");
-  };
+namespace {
+
+// Throws DataError naming the checkpoint: `what` cannot be represented as an M2M-100 model.
+[[noreturn]] void refuse_export(const std::string& checkpoint, const std::string& what) {
+  throw DataError(checkpoint + ": " + what + ", which an M2M-100 model cannot represent; export it for "
+                  "CTranslate2 instead (tools/export-ctranslate2.py)");
+}
+
+// The architecture M2M100ForConditionalGeneration has: a pre-norm Transformer with fairseq's sinusoids, one
+// embedding table tied to the output without a bias, full self-attention, decoding from </s>.
+models::TransformerModel& m2m100_transformer(const models::LoadedSeq2Seq& loaded, const ModelConfig& cfg,
+                                             const std::string& checkpoint) {
+  auto refuse = [&](const std::string& what) { refuse_export(checkpoint, what); };
   auto* model = dynamic_cast<models::TransformerModel*>(loaded.model.get());
   if (!model) refuse("model.type is '" + std::string(config::name_of(cfg.type)) + "'");
   if (cfg.norm != LayerNormPlacement::kPre) refuse("model.norm is '" + std::string(config::name_of(cfg.norm)) + "'");
@@ -169,113 +171,149 @@ void export_hf_m2m100(const std::string& checkpoint, const std::string& out) {
   for (const bool decoder : {false, true})
     if (cfg.self_attention(decoder) != AttentionKind::kFull)
       refuse("self-attention is '" + std::string(config::name_of(cfg.self_attention(decoder))) + "'");
+  return *model;
+}
 
-  // fairseq's order: the import moved only <s>, <pad>, </s>, <unk> (to parla's 2, 0, 3, 1).
+// The vocabulary in Hugging Face's order: fairseq's (the import moved only <s>, <pad>, </s>, <unk>, to parla's
+// 2, 0, 3, 1), the pieces first, then the control tokens (language codes, <mask>, spare rows), as the tokenizers
+// number them.
+struct HfVocabulary {
+  std::vector<int64_t> hf_to_parla;
+  std::vector<std::string> pieces;
+  int64_t base = 0;  // pieces before the first control token
+  std::vector<int64_t> language_ids, spare_ids;
+  int64_t mask_id = -1;
+  std::map<std::string, std::string> code_of;  // language token -> code
+  bool m2m = false;  // M2M-100's codes name tokens ("de" is "__de__"); NLLB's codes are their tokens ("deu_Latn")
+};
+
+HfVocabulary hf_vocabulary(const models::ModelMeta& meta, const std::string& checkpoint) {
+  auto refuse = [&](const std::string& what) { refuse_export(checkpoint, what); };
   const auto& pieces = meta.src_pieces;
   if (pieces.size() < 4 || pieces != meta.tgt_pieces || meta.src_spm != meta.tgt_spm || pieces[0] != "<pad>" ||
       pieces[1] != "<unk>" || pieces[2] != "<s>" || pieces[3] != "</s>")
     refuse("its vocabulary is not an imported M2M-100 or NLLB one (one table, <pad> <unk> <s> </s> first)");
-  std::vector<int64_t> hf_to_parla = {2, 0, 3, 1};
-  for (int64_t i = 4; i < static_cast<int64_t>(pieces.size()); ++i) hf_to_parla.push_back(i);
-  std::vector<std::string> hf_pieces;
-  for (int64_t i : hf_to_parla) hf_pieces.push_back(pieces[static_cast<size_t>(i)]);
+  HfVocabulary v;
+  v.hf_to_parla = {2, 0, 3, 1};
+  for (int64_t i = 4; i < static_cast<int64_t>(pieces.size()); ++i) v.hf_to_parla.push_back(i);
+  for (int64_t i : v.hf_to_parla) v.pieces.push_back(pieces[static_cast<size_t>(i)]);
 
-  // The pieces first, then the control tokens (language codes, <mask>, spare rows): the tokenizers number them so.
   const std::set<std::string> controls(meta.control_pieces.begin(), meta.control_pieces.end());
-  int64_t base = 0;
-  while (base < static_cast<int64_t>(hf_pieces.size()) && !controls.count(hf_pieces[static_cast<size_t>(base)])) ++base;
+  const int64_t n = static_cast<int64_t>(v.pieces.size());
+  while (v.base < n && !controls.count(v.pieces[static_cast<size_t>(v.base)])) ++v.base;
   const auto codes = meta.languages.value("codes", nlohmann::json::object());
-  std::map<std::string, std::string> code_of;  // token -> code
-  for (const auto& [code, token] : codes.items()) code_of[token.get<std::string>()] = code;
-  std::vector<int64_t> language_ids, spare_ids;
-  int64_t mask_id = -1;
-  for (int64_t i = base; i < static_cast<int64_t>(hf_pieces.size()); ++i) {
-    const auto& piece = hf_pieces[static_cast<size_t>(i)];
+  for (const auto& [code, token] : codes.items()) v.code_of[token.get<std::string>()] = code;
+  for (int64_t i = v.base; i < n; ++i) {
+    const auto& piece = v.pieces[static_cast<size_t>(i)];
     if (!controls.count(piece))
       refuse("piece " + std::to_string(i) + " ('" + piece.substr(0, 40) + "') follows the language tokens");
-    if (code_of.count(piece)) {
-      if (!spare_ids.empty() || mask_id >= 0) refuse("a language token follows the spare rows");
-      language_ids.push_back(i);
+    if (v.code_of.count(piece)) {
+      if (!v.spare_ids.empty() || v.mask_id >= 0) refuse("a language token follows the spare rows");
+      v.language_ids.push_back(i);
     } else if (piece == "<mask>") {
-      mask_id = i;
+      v.mask_id = i;
     } else if (piece.rfind("<parla:unused:", 0) == 0) {
-      spare_ids.push_back(i);
+      v.spare_ids.push_back(i);
     } else {
       refuse("the control token '" + piece.substr(0, 40) + "' is neither a language nor <mask>");
     }
   }
-  if (language_ids.empty()) refuse("none of its language codes' tokens is in its vocabulary");
-  // M2M-100's codes name tokens ("de" is "__de__"); NLLB's codes are their tokens ("deu_Latn").
-  const std::string& first_token = hf_pieces[static_cast<size_t>(language_ids.at(0))];
-  const bool m2m = code_of.at(first_token) != first_token;
-  const std::string source = meta.languages.value("source", std::string()),
-                    target = meta.languages.value("target", std::string());
-  const std::string source_code = source.empty() ? code_of.begin()->second : source;
+  if (v.language_ids.empty()) refuse("none of its language codes' tokens is in its vocabulary");
+  const std::string& first_token = v.pieces[static_cast<size_t>(v.language_ids.at(0))];
+  v.m2m = v.code_of.at(first_token) != first_token;
+  if (v.m2m && v.language_ids.size() != 100 && v.language_ids.size() != 7)
+    refuse(std::to_string(v.language_ids.size()) + " language codes (M2M100Tokenizer knows lists of 100 and 7)");
+  return v;
+}
 
+// model.safetensors: the shared table in Hugging Face's order, the layers and the final norms.
+models::TensorArchive m2m100_weights(models::TransformerModel& model, const ModelConfig& cfg, const HfVocabulary& v) {
   models::TensorArchive st;
   st.write("format", std::string("pt"));
-  auto params = model->named_parameters(true);
-  const auto order = torch::tensor(hf_to_parla, torch::kLong);
+  auto params = model.named_parameters(true);
+  const auto order = torch::tensor(v.hf_to_parla, torch::kLong);
   st.write("model.shared.weight", params["tgt_embed.weight"].detach().to(torch::kFloat).index_select(0, order).contiguous());
   write_hf_layers(st, params, cfg, torch::arange(cfg.d_model));
   for (const char* side : {"encoder", "decoder"})
     for (const char* p : {"weight", "bias"})
       st.write(std::string("model.") + side + ".layer_norm." + p,
                params[std::string(side) + ".final_norm." + p].detach().to(torch::kFloat).contiguous());
+  return st;
+}
 
-  const int64_t vocab_size = static_cast<int64_t>(hf_pieces.size());
+nlohmann::json m2m100_config_json(const ModelConfig& cfg, const HfVocabulary& v) {
   nlohmann::json config = {{"architectures", {"M2M100ForConditionalGeneration"}},
                            {"model_type", "m2m_100"},
-                           {"vocab_size", vocab_size},
+                           {"vocab_size", static_cast<int64_t>(v.pieces.size())},
                            {"tie_word_embeddings", true},
                            {"bos_token_id", kHfBos},
                            {"pad_token_id", kHfPad},
                            {"eos_token_id", kHfEos},
                            {"decoder_start_token_id", kHfEos}};
   config.update(bart_config_json(cfg, cfg.max_positions));
-  const nlohmann::json generation = {{"bos_token_id", kHfBos}, {"decoder_start_token_id", kHfEos},
-                                     {"eos_token_id", kHfEos}, {"pad_token_id", kHfPad}};
+  return config;
+}
+
+// tokenizer_config.json: M2M100Tokenizer's (vocab.json + the language list by name) or NllbTokenizer's.
+nlohmann::json tokenizer_config_json(const HfVocabulary& v, const std::string& source_code, const std::string& target) {
   nlohmann::json language_tokens = nlohmann::json::array();
-  for (int64_t id : language_ids) language_tokens.push_back(hf_pieces[static_cast<size_t>(id)]);
+  for (int64_t id : v.language_ids) language_tokens.push_back(v.pieces[static_cast<size_t>(id)]);
   nlohmann::json tokenizer = {{"bos_token", "<s>"}, {"eos_token", "</s>"},  {"pad_token", "<pad>"},
                               {"unk_token", "<unk>"}, {"sep_token", "</s>"}, {"extra_special_tokens", language_tokens},
                               {"src_lang", source_code}};
   if (!target.empty()) tokenizer["tgt_lang"] = target;
-  nlohmann::json vocab_json = nlohmann::json::object();
-  if (m2m) {
+  if (v.m2m) {
     // M2M100Tokenizer numbers its language tokens after vocab.json, in the order of its list of codes
     // ("m2m100": 100, "wmt21": 7); added_tokens_decoder names them by id all the same.
-    const size_t n = language_ids.size();
-    if (n != 100 && n != 7) refuse(std::to_string(n) + " language codes (M2M100Tokenizer knows lists of 100 and 7)");
-    for (int64_t i = 0; i < base; ++i) vocab_json[hf_pieces[static_cast<size_t>(i)]] = i;
     nlohmann::json decoder = nlohmann::json::object();
-    for (int64_t id : {kHfBos, kHfPad, kHfEos, kHfUnk}) decoder[std::to_string(id)] = added_token(id, hf_pieces[static_cast<size_t>(id)]);
-    for (int64_t id : language_ids) decoder[std::to_string(id)] = added_token(id, hf_pieces[static_cast<size_t>(id)]);
+    for (int64_t id : {kHfBos, kHfPad, kHfEos, kHfUnk}) decoder[std::to_string(id)] = added_token(id, v.pieces[static_cast<size_t>(id)]);
+    for (int64_t id : v.language_ids) decoder[std::to_string(id)] = added_token(id, v.pieces[static_cast<size_t>(id)]);
     for (auto& [id, t] : decoder.items()) t.erase("id");
     tokenizer["added_tokens_decoder"] = decoder;
     tokenizer["tokenizer_class"] = "M2M100Tokenizer";
-    tokenizer["language_codes"] = n == 100 ? "m2m100" : "wmt21";
-    tokenizer["num_madeup_words"] = spare_ids.size();
+    tokenizer["language_codes"] = v.language_ids.size() == 100 ? "m2m100" : "wmt21";
+    tokenizer["num_madeup_words"] = v.spare_ids.size();
   } else {
     tokenizer["tokenizer_class"] = "NllbTokenizer";
     tokenizer["legacy_behaviour"] = false;
     tokenizer["cls_token"] = "<s>";
-    if (mask_id >= 0) tokenizer["mask_token"] = "<mask>";
+    if (v.mask_id >= 0) tokenizer["mask_token"] = "<mask>";
   }
+  return tokenizer;
+}
+
+}  // namespace
+
+void export_hf_m2m100(const std::string& checkpoint, const std::string& out) {
+  if (fs::exists(out)) throw UsageError(out + ": exists; give a folder that does not exist yet");
+  auto loaded = models::load_seq2seq(checkpoint);
+  const auto& meta = loaded.meta;
+  if (!meta.int8.empty())
+    throw DataError(checkpoint + ": is an int8 checkpoint; export the float checkpoint it was quantized from");
+  const ModelConfig cfg = models::model_config(meta, checkpoint);
+  auto& model = m2m100_transformer(loaded, cfg, checkpoint);
+  const HfVocabulary v = hf_vocabulary(meta, checkpoint);
+  const auto codes = meta.languages.value("codes", nlohmann::json::object());
+  const std::string source = meta.languages.value("source", std::string()),
+                    target = meta.languages.value("target", std::string());
+  const std::string source_code = source.empty() ? v.code_of.begin()->second : source;
 
   HfFolderWriter folder(out);
-  st.save(folder.file("model.safetensors"));
-  folder.text("config.json", dump(config));
-  folder.text("generation_config.json", dump(generation));
-  folder.text("tokenizer_config.json", dump(tokenizer));
+  m2m100_weights(model, cfg, v).save(folder.file("model.safetensors"));
+  folder.text("config.json", dump(m2m100_config_json(cfg, v)));
+  folder.text("generation_config.json", dump({{"bos_token_id", kHfBos}, {"decoder_start_token_id", kHfEos},
+                                              {"eos_token_id", kHfEos}, {"pad_token_id", kHfPad}}));
+  folder.text("tokenizer_config.json", dump(tokenizer_config_json(v, source_code, target)));
   folder.text("sentencepiece.bpe.model", meta.src_spm);
-  if (m2m) {
+  if (v.m2m) {
+    nlohmann::json vocab_json = nlohmann::json::object();
+    for (int64_t i = 0; i < v.base; ++i) vocab_json[v.pieces[static_cast<size_t>(i)]] = i;
     folder.text("vocab.json", dump(vocab_json));
   } else {
     const std::string source_token = codes[source_code].get<std::string>();
-    const int64_t source_id = std::find(hf_pieces.begin(), hf_pieces.end(), source_token) - hf_pieces.begin();
-    folder.text("tokenizer.json",
-                dump(nllb_tokenizer_json(hf_pieces, base, meta.src_spm, language_ids, mask_id, source_token, source_id)));
+    const int64_t source_id = std::find(v.pieces.begin(), v.pieces.end(), source_token) - v.pieces.begin();
+    folder.text("tokenizer.json", dump(nllb_tokenizer_json(v.pieces, v.base, meta.src_spm, v.language_ids, v.mask_id,
+                                                          source_token, source_id)));
   }
   folder.commit();
 }
