@@ -108,8 +108,8 @@ std::shared_ptr<const TranslationModel> TranslationModel::load(const std::vector
   const c10::ScalarType precision = runtime::resolve_precision(cfg.precision, device, "decoding.precision");
   std::vector<std::shared_ptr<models::Seq2SeqModel>> members;
   models::ModelMeta first;
-  // The first checkpoint's SentencePiece models build on another thread while its weights load (start-up: 0.1-0.2 s
-  // of 1.3 s at the OPUS-MT size).
+  // The first checkpoint's SentencePiece models build on another thread while its weights load (a noticeable part
+  // of start-up: docs/BENCHMARKS.md, "Figures behind the code's choices").
   std::future<std::pair<text::SentencePieceVocab, text::SentencePieceVocab>> vocabularies;
   for (size_t i = 0; i < checkpoints.size(); ++i) {
     const auto& path = checkpoints[i];

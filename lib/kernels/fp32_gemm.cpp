@@ -17,8 +17,8 @@ namespace {
 
 constexpr int64_t T = kTileColumns;
 // Rows of a tile asked for ahead of the one being multiplied: a weight is read once per product and lives in L3 or
-// memory (a decoder's 19 MB at d 256 fp32), where the hardware prefetchers alone left the few-row kernels waiting
-// (one-sentence beam 5: 1.27x with one search, 1.39x with two at once, fp32 1x2; further ahead was slower).
+// memory, where the hardware prefetchers alone left the few-row kernels waiting; eight rows ahead was the fastest
+// distance measured (docs/BENCHMARKS.md, "Figures behind the code's choices").
 constexpr int64_t kPrefetchRows = 8;
 
 // The `lines` cache lines at w, kPrefetchRows tile rows ahead (a hint: past the end of the weights it reads nothing).
@@ -90,7 +90,7 @@ __attribute__((target("avx512f"))) void tile_avx512(const float* x, int64_t m, i
 
 // Six rows of two vectors: 12 accumulators, 2 weight loads and 6 broadcasts per step of k, and a block of up to six
 // rows reads its 16-column strip of the tile once (the earlier three rows of four vectors read a half tile once per
-// three rows: twice at five). bench_fp32_gemm on AVX2, 320 rows: 0.59x -> 0.77x of OpenBLAS's Haswell kernels.
+// three rows: twice at five; docs/BENCHMARKS.md, "Figures behind the code's choices").
 template <int R>
 __attribute__((target("avx2,fma"))) void block_avx2(const float* x, int64_t k, const float* quarter,
                                                     const float* bias, float* y, int64_t ldy) {

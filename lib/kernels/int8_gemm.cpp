@@ -100,12 +100,9 @@ class PackedWeights {
 namespace {
 
 // Products of up to kPanelRows rows run on the panel kernel where it is available, and up to kPanelRowsSmall rows
-// where the weights are at most kPanelSmallWeights bytes. bench_int8_gemm, one thread, with oneDNN (its VNNI brgemm:
-// oneDNN 2.6 gets no AMX in this VM) -> panels, quantizing included: 1 row 5-7 -> 4-5 us (d 256 projections), 5 rows
-// 7.5 -> 7.1 us and 72 -> 65 us (the 8,000-way output); from 20 to 64 rows panels are 1-3% faster on every d 256
-// and d 512 layer and on the 8,000-way output, 0-8% slower on the 32,000 x 512 one above 32 rows. Beyond that, each
-// row count oneDNN multiplies needs a primitive of its own, built (JIT) the first time it occurs: ~0.15 ms each, 300
-// of them in a greedy batch-64 run of the Multi30k test set, whose row counts all fall within the panels' range now.
+// where the weights are at most kPanelSmallWeights bytes: up to there the panels were as fast as oneDNN's VNNI
+// products or faster, and they need no JIT primitive per row count, which oneDNN builds the first time each occurs
+// (docs/BENCHMARKS.md, "Figures behind the code's choices").
 constexpr int64_t kPanelRows = 32, kPanelRowsSmall = 64;
 constexpr int64_t kPanelSmallWeights = int64_t{4} << 20;
 

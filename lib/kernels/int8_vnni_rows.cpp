@@ -15,9 +15,9 @@ constexpr int64_t kRecord = 256;  // bytes per 4 inputs of a group
 // Records asked for ahead of the one being multiplied (each four cache lines).
 constexpr int64_t kPrefetchRecords = 8;
 
-// R rows x 64 channels: 4R accumulators + 4 weight vectors + 1 broadcast of 32 registers for R <= 6. Named
-// accumulators and vpdpbusd in assembly: with an array and the intrinsic, GCC 12 copied every accumulator to
-// another register around each multiply-add and spilled to the stack (0.7x of oneDNN's speed at 5 rows).
+// R rows x 64 channels: 4R accumulators + 4 weight vectors + 1 broadcast of 32 registers for R <= 6. Named accumulators
+// and vpdpbusd in assembly: with an array and the intrinsic, GCC 12 copied every accumulator to another register around
+// each multiply-add and spilled to the stack (docs/BENCHMARKS.md, "Figures behind the code's choices").
 #define PARLA_DOT4(acc, x, w) asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w))
 #define PARLA_ROW(r)                                                \
   if constexpr (R > r) {                                            \

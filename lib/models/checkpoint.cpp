@@ -149,7 +149,7 @@ void load_int8(const TensorArchive& archive, Seq2SeqModel& model, const std::vec
     archive.try_read(base + "values" + suffix, values);
     archive.try_read(base + "scales" + suffix, scales);
     // Packed straight from the file: where the panels hold the codes (nn/int8_matrix.h) no copy of them is made
-    // at all (the OPUS-MT-sized embedding's 30 MB twice at the peak); elsewhere they are copied out of the file,
+    // at all; elsewhere they are copied out of the file,
     // since the model keeps them for as long as it lives.
     auto m = nn::Int8Matrix::from(values, scales.clone());
     if (!m.codes_in_panels()) m.values = m.values.clone();

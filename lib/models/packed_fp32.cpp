@@ -29,7 +29,7 @@ bool pack_fp32(Seq2SeqModel& model) {
       }
     } else if (!t->tgt_embed->packed_projection() && !t->tgt_embed->int8()) {
       // Every weight is released once packed (the embedding's lookups read the packed copy): packing them
-      // consuming keeps the peak at one copy of the table, 119 MB at the OPUS-MT size, rather than two.
+      // consuming keeps the peak at one copy of the table rather than two.
       t->tgt_embed->use_packed_projection(nn::PackedMatrix::pack_consuming(t->tgt_embed->weight));
     }
   }

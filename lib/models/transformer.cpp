@@ -27,7 +27,7 @@ bool small_on_cpu(const torch::Tensor& ids, int64_t d_model) {
 
 void TransformerState::select_sentences(const torch::Tensor& sentences) {
   // On the CPU the fused step reads memory rows through cache.memory_rows: sentences that leave cost no copy of
-  // the encoder's keys and values (at greedy batch 64 the copies were 7% of the search).
+  // the encoder's keys and values (docs/BENCHMARKS.md, "Figures behind the code's choices").
   if (memory_valid.device().is_cpu()) {
     cache.select_memory_rows(sentences);
     return;

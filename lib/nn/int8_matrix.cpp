@@ -14,7 +14,7 @@ namespace parla::nn {
 namespace {
 
 // Row sums in int32, by hand: ATen's sum(1, kInt) converted the whole matrix to int32 first, and that memory stayed
-// with the process (118 MB for a 58,101 x 512 embedding, measured by VmRSS around the call).
+// with the process (docs/BENCHMARKS.md, "Figures behind the code's choices").
 torch::Tensor row_sums(const torch::Tensor& values) {
   const int64_t n = values.size(0), k = values.size(1);
   auto sums = torch::empty({n}, torch::kInt);
@@ -39,7 +39,7 @@ Int8Matrix Int8Matrix::from(torch::Tensor values, torch::Tensor scales) {
     m.fallback = m.dequantized();
   else
     m.packed = kernels::int8::pack_weights(m.values.data_ptr<int8_t>(), m.rows(), m.cols());
-  // One copy of the codes, not two: the panels hold them byte for byte (OPUS-MT size: 74 MB of a 376 MB process).
+  // One copy of the codes, not two: the panels hold them byte for byte.
   if (m.codes_in_panels()) m.values = released_like(m.values);
   return m;
 }

@@ -32,16 +32,10 @@ torch::Tensor packed_linear(const torch::Tensor& x, const PackedMatrix& m, const
 // The same over raw buffers: x [rows, k] -> y [rows, n] (row-major, not overlapping), bias [n] or null.
 void packed_linear(const float* x, int64_t rows, const PackedMatrix& m, const float* bias, float* y);
 
-// Whether to decode with packed products, at `intra_threads` LibTorch threads per search: on CPUs with AVX-512F,
-// when each search has one or two threads. Measured on a 2-core Xeon VM (docs/BENCHMARKS.md): one thread per search
-// 1.1x to 1.9x faster; two threads on one search were 0.8x at batch 1 then (the second core slept between LibTorch's
-// parallel operations), and since small steps stay on the calling thread (runtime::SingleThreadScope) they are 2.1x
-// at beam 5 batch 1 and 1.25x at batch 64 (2-core AMD EPYC, 2026-11-27). More threads are not measured: left to
-// the BLAS.
-// On AVX2 (the same machine with ONEDNN_MAX_CPU_ISA=AVX2, OpenBLAS on its Haswell kernels) packing is 1.4x faster at
-// beam 5 batch 1 but 0.64x at batch 64 (0.69-0.73x with the six-row AVX2 blocks of 2026-11-26, 1.5x at batch 1),
-// so it is not the default there. runtime.packed_fp32 `on` packs at any
-// thread count and on AVX2, `off` never (both to compare).
+// Whether to decode with packed products, at `intra_threads` LibTorch threads per search: on CPUs with AVX-512F, when
+// each search has one or two threads, where it was measured faster at every batch size; with more threads the BLAS
+// keeps the products, and on AVX2 packing lost at batch 64 (docs/BENCHMARKS.md, "Figures behind the code's choices").
+// runtime.packed_fp32 `on` packs at any thread count and on AVX2, `off` never (both to compare).
 bool packed_fp32_wanted(int intra_threads);
 
 }  // namespace parla::nn

@@ -46,8 +46,8 @@ void KeyValueCache::append(const torch::Tensor& k, const torch::Tensor& v) {
     // Where the length limit is known (expect()) and not yet reached, the buffer never takes more than the
     // positions up to it (kept + 1 <= expected_ - first_, as t < expected_). Not all of them at once: from malloc's
     // heap a buffer sized to the limit reuses pages earlier batches wrote, and a run of many batches kept more
-    // resident than with doubling (Multi30k beam 5 batch 64: 450 -> 620 MB); a mapping of its own per buffer kept
-    // less (410 MB) but paid a page fault per written page in every batch (int8 ~1.25x slower).
+    // resident than with doubling; a mapping of its own per buffer kept less but paid a page fault per written page
+    // in every batch (docs/BENCHMARKS.md, "Figures behind the code's choices").
     if (k.device().is_cpu() && expected_ > t) slots = std::min(slots, expected_ - first_);
     // Rows per slot: exactly n, except in a batch that rows join (continuous batching), where a buffer sized
     // to the rows of the moment would be copied again at nearly every join: it grows by half and keeps its
@@ -399,8 +399,8 @@ void rows_f64(const Plan<double>& p, int64_t begin, int64_t end) { rows_impl(p, 
 template <typename T>
 void run(const Plan<T>& p, int64_t rows) {
   // Enough work per task to pay for waking a sleeping thread (OMP_WAIT_POLICY=PASSIVE, runtime::tune_process):
-  // ~256k multiply-adds. At 16k, a beam-5 batch-1 step split its 20 head rows over two threads and the int8 search
-  // ran at 0.84x of one thread's speed; batches of 64 keep splitting.
+  // ~256k multiply-adds. At 16k, a beam-5 batch-1 step split its 20 head rows over two threads and was slower than
+  // one (docs/BENCHMARKS.md, "Figures behind the code's choices"); batches of 64 keep splitting.
   const int64_t grain = std::max<int64_t>(1, 262144 / std::max<int64_t>(1, p.positions * p.dim));
   at::parallel_for(0, rows * p.heads, grain, [&](int64_t begin, int64_t end) {
     if constexpr (std::is_same_v<T, float>)

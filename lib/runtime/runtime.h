@@ -7,10 +7,10 @@
 
 namespace parla::runtime {
 
-// Call first thing in main of programs that compute with LibTorch. LibTorch's OpenMP threads spin-wait after
-// parallel regions and fight OpenBLAS's threads for the cores, and glibc maps and unmaps every large
-// activation; both were measured to cost 1.7x in training. The variables that fix this are read only as the
-// process starts, so where they are unset the program restarts once with them set (OMP_WAIT_POLICY=PASSIVE,
+// Call first thing in main of programs that compute with LibTorch. LibTorch's OpenMP threads spin-wait after parallel
+// regions and fight OpenBLAS's threads for the cores, and glibc maps and unmaps every large activation; both cost
+// training dearly (docs/BENCHMARKS.md, "Figures behind the code's choices"). The variables that fix this are read only
+// as the process starts, so where they are unset the program restarts once with them set (OMP_WAIT_POLICY=PASSIVE,
 // MALLOC_MMAP_MAX_=0, MALLOC_TRIM_THRESHOLD_, and OPENBLAS_NUM_THREADS=1 so that OpenBLAS's pool does not spin at
 // start-up: apply() gives it runtime.threads). The restart happens from the executable's preinit array, before any
 // library's constructor has run; calling this function is what links it in. PARLA_NO_REEXEC=1 disables it.
@@ -25,9 +25,10 @@ int apply(const RuntimeConfig& rc);
 void init_worker_thread(int threads);
 
 // While alive (and `alone`), the calling thread's parallel regions (ATen's parallel_for, parla's kernels, oneDNN's
-// products) run on the calling thread only; the previous count is restored after. For work too small to pay for
-// waking LibTorch's other threads, which wait passively (OMP_WAIT_POLICY=PASSIVE, tune_process): a decoder step of a
-// few rows made a dozen such wake-ups, and two threads translated at beam 5, batch 1 at 0.4x of one thread's speed.
+// products) run on the calling thread only; the previous count is restored after. For work too small to pay for waking
+// LibTorch's other threads, which wait passively (OMP_WAIT_POLICY=PASSIVE, tune_process): a decoder step of a few rows
+// made a dozen such wake-ups, and two threads were slower than one (docs/BENCHMARKS.md, "Figures behind the code's
+// choices").
 class SingleThreadScope {
  public:
   explicit SingleThreadScope(bool alone);

@@ -632,12 +632,12 @@ class Session : public std::enable_shared_from_this<Session> {
     });
   }
 
-  // A pipelined request is taken only once the previous answer has left the socket: a client that pipelines and
-  // does not read (issue 59: 10,000 of them delayed a fresh /health to 1,049 ms) gets no more answers than its
-  // receive window holds, instead of one per request it sent, each rendered by the event loop. It has until
-  // serve.write_timeout_s to make room, and meanwhile counts as waiting (evicted first at the cap).
-  // The wait doubles from 10 ms to 250 ms: 10,000 such clients polled every 50 ms kept the loop busy, and at
-  // 250 ms one that has gone is noticed (and its memory freed) soon enough.
+  // A pipelined request is taken only once the previous answer has left the socket: a client that pipelines and does
+  // not read (thousands of them delayed a fresh /health by a second, issue 59) gets no more answers than its receive
+  // window holds, instead of one per request it sent, each rendered by the event loop. It has until
+  // serve.write_timeout_s to make room, and meanwhile counts as waiting (evicted first at the cap). The wait doubles
+  // from 10 ms to 250 ms: polling thousands of such clients often kept the loop busy, and at 250 ms one that has gone
+  // is noticed (and its memory freed) soon enough (docs/BENCHMARKS.md, "Figures behind the code's choices").
   void next_request(Clock::time_point until, std::chrono::milliseconds wait = std::chrono::milliseconds(10)) {
     const int fd = stream_.socket().native_handle();
     int unsent = 0;

@@ -5,17 +5,17 @@
 // of one. Batched beam search gives each sentence the same result whatever its batch (tests/decode), so batching
 // never changes an answer. Torch-free: the decoder is a function (the app passes decode::Translator's).
 //
-// A batch is decoded when it is full (batch_size sentences, or batch_tokens padded source tokens) or when the
-// oldest waiting sentence has waited max_wait_ms, counted from the end of the previous batch if that is later:
-// the clients a batch has just answered get max_wait_ms to send their next sentences. Without that pause, 64
-// clients that each send a sentence when answered split into two alternating half batches (the sentences that
-// came in during one batch form the next one at once, before the ones it answered are back), and the server
-// decoded 40% fewer sentences per second than the thread-per-connection one it replaced (issue 36). A batch takes
-// sentences round-robin (one from each waiting request in turn, each request's longest first), the least served
-// requests first (fewest sentences taken, then arrival order), and its options are those of the least served
+// A batch is decoded when it is full (batch_size sentences, or batch_tokens padded source tokens) or when the oldest
+// waiting sentence has waited max_wait_ms, counted from the end of the previous batch if that is later: the clients a
+// batch has just answered get max_wait_ms to send their next sentences. Without that pause, 64 clients that each send a
+// sentence when answered split into two alternating half batches (the sentences that came in during one batch form the
+// next one at once, before the ones it answered are back), and the server decoded far fewer sentences per second than
+// the thread-per-connection one it replaced (issue 36; docs/BENCHMARKS.md, "Figures behind the code's choices"). A
+// batch takes sentences round-robin (one from each waiting request in turn, each request's longest first), the least
+// served requests first (fewest sentences taken, then arrival order), and its options are those of the least served
 // request: so a request of a thousand lines, or a hundred long requests, do not hold back a one-line request that
-// arrives after them: the small one joins the next batch (issue 59).
-// Within a request, sentences of similar length end up in the same batch, which keeps padding low.
+// arrives after them: the small one joins the next batch (issue 59). Within a request, sentences of similar length end
+// up in the same batch, which keeps padding low.
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
