@@ -11,11 +11,7 @@
 namespace parla::train {
 
 LossScalerOptions LossScalerOptions::from_config(const TrainingConfig& t) {
-  LossScalerOptions o;
-  o.init_scale = t.loss_scale_init;
-  o.window = t.loss_scale_window;
-  o.min_scale = t.min_loss_scale;
-  return o;
+  return {t.loss_scale_init, t.loss_scale_window, t.min_loss_scale};
 }
 
 DynamicLossScaler::DynamicLossScaler(LossScalerOptions options) : options_(options), scale_(options.init_scale) {}

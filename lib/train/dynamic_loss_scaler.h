@@ -13,16 +13,18 @@
 
 namespace parla::train {
 
+// Made from the training section (loss_scale_init, loss_scale_window, min_loss_scale), whose defaults are the
+// only ones.
 struct LossScalerOptions {
-  double init_scale = 65536.0;  // 2^16, fairseq's and GradScaler's default
-  int64_t window = 2000;        // consecutive finite updates before the scale doubles
-  double min_scale = 1e-4;      // below this the run stops: fp16 cannot represent its gradients (fairseq's value)
+  double init_scale;  // the starting scale
+  int64_t window;     // consecutive finite updates before the scale doubles
+  double min_scale;   // below this the run stops: fp16 cannot represent its gradients
   static LossScalerOptions from_config(const TrainingConfig& t);
 };
 
 class DynamicLossScaler {
  public:
-  explicit DynamicLossScaler(LossScalerOptions options = {});
+  explicit DynamicLossScaler(LossScalerOptions options);
 
   double scale() const { return scale_; }
   // Overflowing updates skipped so far (not counted as bad steps: the model is fine, the scale was too high).

@@ -14,11 +14,7 @@ using parla::train::LossScalerOptions;
 namespace {
 
 LossScalerOptions small(double init = 8, int64_t window = 3, double min_scale = 0.5) {
-  LossScalerOptions o;
-  o.init_scale = init;
-  o.window = window;
-  o.min_scale = min_scale;
-  return o;
+  return {init, window, min_scale};
 }
 
 // Saves `s` to bytes and reads it into a scaler built with `into`, as a
