@@ -28,7 +28,7 @@ struct RequestError {
   std::string message;
 };
 
-// A multilingual model's language tokens by code (decode::Translator::language_ids), and the source token that
+// A multilingual model's language tokens by code (decode::TranslationModel::language_ids), and the source token that
 // encoding puts first unless a request names another language.
 struct LanguageIds {
   std::map<std::string, int> codes;
