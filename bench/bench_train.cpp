@@ -8,12 +8,18 @@
 // trainer's metrics.jsonl (median over steps after the first).
 // Usage: bench_train [steps=6] [presets=tiny,base] [device=cpu] [precisions=fp32]
 //   e.g. bench_train 20 base cuda fp32,bf16 (a GPU's figures; the bare pass then synchronises the device per step)
+//        bench_train --count-ops MODELS [device=cpu] [precision=fp32] [layers=preset's]
+//   what a GPU pays for per update (runtime/operator_counter.h), one line per model and depth:
+//   "count-ops MODEL: operators per update T (forward F, backward B, update U), host syncs per update H, distinct
+//   batch shapes S". Counted over updates 2..5 (the first makes AdamW's state); MODELS and layers are comma lists,
+//   e.g. bench_train --count-ops tiny,base cpu fp32 3,6,12.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -27,6 +33,8 @@
 #include "data/token_dataset_writer.h"
 #include "models/factory.h"
 #include "train/label_smoothed_cross_entropy.h"
+#include "data/batch_sampler.h"
+#include "runtime/operator_counter.h"
 #include "train/trainer.h"
 
 namespace {
@@ -67,6 +75,87 @@ std::string make_dataset(const std::string& dir) {
   return dir;
 }
 
+std::vector<std::string> split_list(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string p; std::getline(ss, p, ',');) out.push_back(p);
+  return out;
+}
+
+parla::Config bench_config(const std::string& preset, const std::string& data, const std::string& save_dir,
+                           int steps, const std::string& precision, const std::string& device_spec) {
+  parla::config::ConfigBuilder b;
+  b.set("model.preset", preset, "bench");
+  b.set("data.dir", data, "bench");
+  b.set("training.save_dir", save_dir, "bench");
+  b.set("training.batch_tokens", 2 * kBatch * (kLen + 1), "bench");
+  b.set("training.max_steps", steps, "bench");
+  b.set("training.log_every", 1, "bench");
+  b.set("training.valid_every", 0, "bench");
+  b.set("training.valid_bleu", false, "bench");
+  b.set("training.keep_last", 0, "bench");
+  b.set("training.precision", precision, "bench");
+  b.set("runtime.device", device_spec, "bench");
+  return b.build();
+}
+
+// The operators of `steps` updates of parla-train's loop.
+parla::runtime::OperatorCounts count_run(parla::Config cfg, int steps) {
+  cfg.training.max_steps = steps;
+  cfg.training.log_every = 1000;  // progress lines (one host read each) only at the end, in both runs: they cancel
+  parla::train::TrainerOptions o;
+  o.overwrite = true;
+  parla::runtime::OperatorCounter counter;
+  parla::train::Trainer(cfg, o).run();
+  return counter.counts();
+}
+
+// The --count-ops lines: updates 2..5 (counts of 5 updates minus those of the first).
+int count_ops(const std::string& models, const std::string& device_spec, const std::string& precision,
+              const std::string& layers, const std::string& data, const std::string& tmp) {
+  const int kCounted = 4;
+  for (const auto& preset : split_list(models)) {
+    std::vector<std::string> depths = layers.empty() ? std::vector<std::string>{""} : split_list(layers);
+    for (const auto& depth : depths) {
+      auto cfg = bench_config(preset, data, tmp + "/count-" + preset, 1, precision, device_spec);
+      if (!depth.empty()) cfg.model.encoder_layers = cfg.model.decoder_layers = std::stoi(depth);
+      const auto first = count_run(cfg, 1), all = count_run(cfg, 1 + kCounted);
+      auto per = [&](int64_t a, int64_t b) { return static_cast<double>(a - b) / kCounted; };
+      // Distinct batch shapes of an epoch: the synthetic pairs all have one length, so a shape is a batch's rows.
+      parla::data::LengthTable table;
+      for (int64_t i = 0; i < 4096; ++i) {
+        table.ids.push_back(i);
+        table.src_len.push_back(kLen + 1);
+        table.tgt_len.push_back(kLen + 1);
+      }
+      std::set<size_t> shapes;
+      for (const auto& batch : parla::data::plan_epoch(table, cfg.training.batch_tokens, 1, 1))
+        shapes.insert(batch.size());
+      std::printf("count-ops %s%s: operators per update %.0f (forward %.0f, backward %.0f, update %.0f, other %.0f), "
+                  "host syncs per update %.2f, distinct batch shapes %zu  [%s %s, %d+%d layers]\n",
+                  preset.c_str(), depth.empty() ? "" : ("@" + depth).c_str(), per(all.total(), first.total()),
+                  per(all.forward, first.forward), per(all.backward, first.backward), per(all.update, first.update),
+                  per(all.other, first.other), per(all.host_syncs, first.host_syncs), shapes.size(),
+                  device_spec.c_str(), precision.c_str(), cfg.model.encoder_layers, cfg.model.decoder_layers);
+      auto by_name = [&](const char* what, const std::map<std::string, int64_t>& a,
+                         const std::map<std::string, int64_t>& b) {
+        std::printf("  %s:", what);
+        for (const auto& [name, n] : a) {
+          const auto it = b.find(name);
+          const double each = per(n, it == b.end() ? 0 : it->second);
+          if (each != 0) std::printf(" %s %g", name.c_str(), each);
+        }
+        std::printf("\n");
+      };
+      by_name("update operators", all.update_ops, first.update_ops);
+      by_name("other operators", all.other_ops, first.other_ops);
+      by_name("host syncs outside HostReads", all.sync_ops, first.sync_ops);
+      std::fflush(stdout);
+    }
+  }
+  return 0;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
@@ -77,6 +166,15 @@ double median(std::vector<double> v) {
 int main(int argc, char** argv) {
   parla::runtime::tune_process(argc, argv);
   int threads = parla::runtime::apply(parla::RuntimeConfig{});
+  const std::string tmp_root = std::filesystem::temp_directory_path().string() + "/parla_bench_train";
+  if (argc > 1 && std::string(argv[1]) == "--count-ops") {
+    if (argc < 3) {
+      std::fprintf(stderr, "usage: bench_train --count-ops MODELS [device=cpu] [precision=fp32] [layers]\n");
+      return 2;
+    }
+    return count_ops(argv[2], argc > 3 ? argv[3] : "cpu", argc > 4 ? argv[4] : "fp32", argc > 5 ? argv[5] : "",
+                     make_dataset(tmp_root + "/data"), tmp_root);
+  }
   int steps = argc > 1 ? std::max(2, std::atoi(argv[1])) : 6;
   std::vector<std::string> presets{"tiny", "base"};
   if (argc > 2) {
@@ -92,7 +190,7 @@ int main(int argc, char** argv) {
     for (std::string p; std::getline(ss, p, ',');) precisions.push_back(p);
   }
   const auto device = parla::runtime::resolve_device({device_spec, "bench_train device", 1, 0});
-  std::string tmp = std::filesystem::temp_directory_path().string() + "/parla_bench_train";
+  const std::string& tmp = tmp_root;
   std::string data = make_dataset(tmp + "/data");
   std::printf("bench_train: parla-train loop vs bare forward+backward, %lld x %lld tokens per side, vocab %lld, "
               "%d threads, BLAS %s, device %s\n",
@@ -100,19 +198,7 @@ int main(int argc, char** argv) {
               parla::runtime::describe_device(device).c_str());
   for (const auto& preset : presets)
   for (const auto& precision : precisions) {
-    parla::config::ConfigBuilder b;
-    b.set("model.preset", preset, "bench");
-    b.set("data.dir", data, "bench");
-    b.set("training.save_dir", tmp + "/run-" + preset, "bench");
-    b.set("training.batch_tokens", 2 * kBatch * (kLen + 1), "bench");
-    b.set("training.max_steps", steps, "bench");
-    b.set("training.log_every", 1, "bench");
-    b.set("training.valid_every", 0, "bench");
-    b.set("training.valid_bleu", false, "bench");
-    b.set("training.keep_last", 0, "bench");
-    b.set("training.precision", precision, "bench");
-    b.set("runtime.device", device_spec, "bench");
-    auto cfg = b.build();
+    auto cfg = bench_config(preset, data, tmp + "/run-" + preset, steps, precision, device_spec);
     const auto dtype = parla::runtime::resolve_precision(cfg.training.precision, device, "bench_train precision");
 
     // Bare forward + backward (+ the same loss) on one batch of the same shape, as bench_model.

@@ -6,7 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
+#include <tuple>
 #include <fstream>
 #include <stdexcept>
 
@@ -82,6 +84,11 @@ TokenDataset TokenDataset::open(const std::string& prefix) {
   d.sentences_ = static_cast<size_t>(n);
   d.tokens_ = t;
   d.token_bytes_ = static_cast<int>(width);
+  for (uint64_t k = 0; k < t; ++k) {
+    uint32_t v = 0;
+    std::memcpy(&v, d.tokens_data_ + k * width, width);  // little-endian, as copy_to reads them
+    d.max_id_ = std::max(d.max_id_, v);
+  }
   return d;
 }
 
@@ -207,6 +214,12 @@ ParallelSplit open_split(const DatasetInfo& info, const std::string& split) {
   if (s.src.size() != s.tgt.size())
     throw DataError("dataset '" + info.dir + "', split " + split + ": " + std::to_string(s.src.size()) +
                     " source but " + std::to_string(s.tgt.size()) + " target sentences");
+  for (const auto& [side, size, key] : {std::tuple<const TokenDataset*, int, const char*>{&s.src, info.src_vocab_size,
+                                                                                         "vocab.src_size"},
+                                        {&s.tgt, info.tgt_vocab_size, "vocab.tgt_size"}})
+    if (size > 0 && side->max_id() >= static_cast<uint32_t>(size))
+      throw DataError("'" + side->path_prefix() + ".bin': token id " + std::to_string(side->max_id()) +
+                      " is outside the vocabulary of " + std::to_string(size) + " entries (meta.json " + key + ")");
   return s;
 }
 

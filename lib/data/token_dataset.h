@@ -31,6 +31,9 @@ class TokenDataset {  // one side of one split
   void copy_to(size_t i, int64_t* out) const;
   std::vector<int64_t> get(size_t i) const;
   uint64_t total_tokens() const { return tokens_; }
+  // The largest token id in the file (0 when empty), found by one pass at open(): a split is checked against its
+  // vocabulary once, on the host, instead of at every embedding lookup on the device.
+  uint32_t max_id() const { return max_id_; }
   int token_bytes() const { return token_bytes_; }
   const std::string& path_prefix() const { return prefix_; }
 
@@ -41,6 +44,7 @@ class TokenDataset {  // one side of one split
   const unsigned char* tokens_data_ = nullptr;
   size_t sentences_ = 0;
   uint64_t tokens_ = 0;
+  uint32_t max_id_ = 0;
   int token_bytes_ = 2;
   std::string prefix_;
 };

@@ -5,9 +5,11 @@
 #include <string>
 #include <vector>
 
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "runtime/operator_counter.h"
 #include "kernels/fp32_gemm.h"
 #include "nn/skipped_initialization.h"
 
@@ -66,7 +68,10 @@ torch::Tensor EmbeddingImpl::forward(const torch::Tensor& ids_in) {
     }
     return out;
   }
-  if (ids.numel() > 0) {
+  // On the CPU the ids are checked here; a device would wait for the check at every lookup, so ids bound for one
+  // are checked on the host before they go there (data::open_split checks a dataset's against its vocabulary).
+  if (ids.numel() > 0 && ids.device().is_cpu()) {
+    RECORD_USER_SCOPE(runtime::kHostOnlyScope);  // not a device sync (runtime/operator_counter.h)
     auto lo = ids.min().item<int64_t>(), hi = ids.max().item<int64_t>();
     if (lo < 0 || hi >= vocab_size())
       throw outside_vocabulary(lo < 0 ? lo : hi, vocab_size());

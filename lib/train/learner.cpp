@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 
 #include "core/error.h"
+#include "train/multi_tensor_update.h"
 #include "train/optimizer_state.h"
 
 namespace parla::train {
@@ -33,6 +34,18 @@ Learner::Learner(std::shared_ptr<torch::nn::Module> model, const TrainingConfig&
 
 void Learner::start_average() {
   if (ema_decay_ > 0 && !ema_) ema_ = std::make_unique<WeightEma>(*model_, ema_decay_);
+}
+
+void Learner::step(int64_t step) {
+  const double lr = schedule_(step);
+  for (auto& g : optimizer_->param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
+  multi_tensor_adamw_step(*optimizer_);
+  clear_gradients();
+  if (ema_) ema_->update(step);
+}
+
+void Learner::clear_gradients() {
+  for (auto& p : model_->parameters()) p.mutable_grad() = torch::Tensor();
 }
 
 std::vector<std::string> Learner::parameter_names() const {

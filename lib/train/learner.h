@@ -45,6 +45,15 @@ class Learner {
   // does not (Kalamkar et al. 2019).
   bool loss_scaling() const { return precision_ == c10::ScalarType::Half; }
 
+  // Update `step` (1-based) of an update whose gradients are final (summed, unscaled, clipped): AdamW over every
+  // parameter at the schedule's learning rate for that step, in one multi-tensor pass
+  // (train/multi_tensor_update.h), the gradients cleared, and the average's step.
+  void step(int64_t step);
+
+  // Drops every gradient (PyTorch's zero_grad(set_to_none=True)): no operator per parameter, and the next
+  // backward pass writes fresh ones. Gradients accumulated over batches sum as they did onto zeros.
+  void clear_gradients();
+
   // The learner's entries of a checkpoint: AdamW's state by parameter name (train/optimizer_state.h), the loss
   // scaler's under fp16, and the average's.
   void save(models::TensorArchive& archive) const;

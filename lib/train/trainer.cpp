@@ -351,12 +351,16 @@ struct Trainer::Impl {
       const int64_t begin = state.batch_in_epoch;
       const int64_t end = std::min<int64_t>(plan.size(), begin + static_cast<int64_t>(t.update_freq) * world);
       learner->model().train();
-      const auto batches = read_batches(plan, begin, end);
-
-      const AccumulatedUpdate update = step.accumulate(batches, state, result.oom_retries);
-      if (dump)
-        for (const auto& b : batches) dump->write(b);
-      const UpdateOutcome outcome = step.apply(update, state, reads);
+      AccumulatedUpdate update;
+      UpdateOutcome outcome;
+      {
+        RECORD_USER_SCOPE(runtime::kStepScope);  // what runtime::OperatorCounter counts per update
+        const auto batches = read_batches(plan, begin, end);
+        update = step.accumulate(batches, state, result.oom_retries);
+        if (dump)
+          for (const auto& b : batches) dump->write(b);
+        outcome = step.apply(update, state, reads);
+      }
       state.batch_in_epoch = end;
       if (outcome.applied) saved_at_step = false;
       reporter.add(outcome);

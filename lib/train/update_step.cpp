@@ -10,6 +10,7 @@
 #include "core/error.h"
 #include "runtime/runtime_device.h"
 #include "models/seq2seq.h"
+#include "train/multi_tensor_update.h"
 #include "train/shutdown_signal.h"
 
 namespace parla::train {
@@ -64,6 +65,7 @@ torch::Tensor UpdateStep::train_on_batch(const data::Batch& cpu_batch, const std
   torch::Tensor total;
   std::vector<torch::Tensor> figures;
   {
+    RECORD_USER_SCOPE(runtime::kForwardScope);
     // Mixed precision (Micikevicius et al. 2018, Sec. 3): autocast runs the forward pass and the loss in
     // bf16/fp16 where that is safe; the parameters (fp32 master weights) are cast per use, so the
     // backward pass, outside the scope, accumulates fp32 gradients for an fp32 optimizer.
@@ -147,20 +149,11 @@ void UpdateStep::train_batches(const std::vector<data::Batch>& batches, const st
 
 // Global L2 norm of the gradients as a device tensor, and clipping to max_norm (> 0) with a device-side factor:
 // torch::nn::utils::clip_grad_norm_'s arithmetic (so fp32 runs are bit-identical), without its host read.
-torch::Tensor UpdateStep::clip_gradients(double max_norm) {
-  torch::NoGradGuard no_grad;
-  std::vector<torch::Tensor> grads, norms;
+std::vector<torch::Tensor> UpdateStep::gradients() const {
+  std::vector<torch::Tensor> grads;
   for (const auto& p : params_)
     if (p.grad().defined()) grads.push_back(p.grad());
-  if (grads.empty()) return torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_));
-  for (const auto& g : grads) norms.push_back(g.norm(2));
-  auto total = norms.size() == 1 ? norms[0] : torch::stack(norms).norm(2);
-  if (max_norm > 0) {
-    // min(1, max_norm / (norm + 1e-6)); multiplying by an exact 1 changes nothing, hence no branch on the host.
-    auto factor = torch::clamp(max_norm / (total + 1e-6), c10::nullopt, 1.0);
-    for (auto& g : grads) g.mul_(factor);
-  }
-  return total;
+  return grads;
 }
 
 AccumulatedUpdate UpdateStep::accumulate(const std::vector<data::Batch>& batches, const TrainingState& state,
@@ -193,6 +186,7 @@ AccumulatedUpdate UpdateStep::accumulate(const std::vector<data::Batch>& batches
 }
 
 UpdateOutcome UpdateStep::apply(const AccumulatedUpdate& u, TrainingState& state, HostReads& reads) {
+  RECORD_USER_SCOPE(runtime::kUpdateScope);
   const size_t n_terms = task_.num_terms();
   torch::Tensor stats = u.stats;
   dp_.all_reduce_gradients(learner_.model());
@@ -200,15 +194,15 @@ UpdateOutcome UpdateStep::apply(const AccumulatedUpdate& u, TrainingState& state
   if (learner_.loss_scaling()) {
     // Unscale before clipping, so clip_norm and the reported norm refer to the true gradient. The scale is a
     // power of two: exact. Overflow shows as a non-finite norm below, in the same read as the loss's flag.
-    const double inv_scale = 1.0 / learner_.scaler().scale();
-    for (auto& p : params_)
-      if (p.grad().defined()) p.grad().mul_(inv_scale);
+    unscale_gradients(gradients(), 1.0 / learner_.scaler().scale());
   }
   dp_.all_reduce_sum_(stats);
 
   UpdateOutcome out;
   // Gradient norm over all parameters (clipped when clip_norm > 0).
-  out.grad_norm = clip_gradients(t_.clip_norm);
+  const auto grads = gradients();
+  out.grad_norm = grads.empty() ? torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_))
+                                : clip_grad_norm(grads, t_.clip_norm);
   ++update_index_;
 
   // The one host read of the update: is the loss finite (the terms with items), is the gradient norm finite.
@@ -217,27 +211,27 @@ UpdateOutcome UpdateStep::apply(const AccumulatedUpdate& u, TrainingState& state
     if (u.global[i] > 0) used.push_back(static_cast<int64_t>(i));
   auto loss_finite = used.empty() ? torch::ones({}, torch::TensorOptions().dtype(torch::kBool).device(device_))
                                   : torch::isfinite(stats.index_select(0, torch::tensor(used).to(device_))).all();
-  auto flags = reads(torch::stack({loss_finite, torch::isfinite(out.grad_norm)}));
-  const bool loss_ok = flags[0].item<bool>();
-  const bool norm_ok = flags[1].item<bool>();
+  const auto flags = reads(torch::stack({loss_finite, torch::isfinite(out.grad_norm)}));
+  const bool loss_ok = flags.data_ptr<bool>()[0];
+  const bool norm_ok = flags.data_ptr<bool>()[1];
 
   out.pending.skipped = true;
   if (learner_.loss_scaling() && loss_ok && !norm_ok) {
     // A finite loss with non-finite gradients: the scale was too high for fp16, not a diverging model. Skip
     // the update and halve the scale; not a bad step (fairseq, GradScaler). The scaler stops the run (a
     // DataError) when the scale underflows.
-    learner_.optimizer().zero_grad();
+    learner_.clear_gradients();
     const double was = learner_.scaler().scale();
     learner_.scaler().update(false);
     spdlog::info("step {}: fp16 gradients overflowed at loss scale {:g}: update skipped, scale now {:g} "
                  "({} overflows in total)",
                  state.step + 1, was, learner_.scaler().scale(), learner_.scaler().overflows());
   } else if (!loss_ok || !norm_ok) {
-    learner_.optimizer().zero_grad();
+    learner_.clear_gradients();
     ++state.bad_steps;
     ++state.skipped_steps;
     // NaN vs infinite is told apart only here, on the rare skipped update (a second read).
-    const bool is_nan = reads(torch::stack({stats.isnan().any(), out.grad_norm.isnan()}).any()).item<bool>();
+    const bool is_nan = *reads(torch::stack({stats.isnan().any(), out.grad_norm.isnan()}).any()).data_ptr<bool>();
     spdlog::warn("step {}: {} loss or gradient, update skipped ({} in a row, {} in total)", state.step + 1,
                  is_nan ? "NaN" : "infinite", state.bad_steps, state.skipped_steps);
     if (state.bad_steps >= t_.max_bad_steps)
@@ -248,12 +242,8 @@ UpdateOutcome UpdateStep::apply(const AccumulatedUpdate& u, TrainingState& state
   } else {
     state.bad_steps = 0;
     if (learner_.loss_scaling()) learner_.scaler().update(true);
-    const double lr = learner_.schedule()(state.step + 1);
-    for (auto& g : learner_.optimizer().param_groups()) static_cast<torch::optim::AdamWOptions&>(g.options()).lr(lr);
-    learner_.optimizer().step();
-    learner_.optimizer().zero_grad();
+    learner_.step(state.step + 1);
     ++state.step;
-    if (learner_.ema()) learner_.ema()->update(state.step);
     state.tokens += static_cast<int64_t>(u.tokens);
     out.applied = true;
     out.pending.skipped = false;

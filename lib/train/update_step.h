@@ -11,10 +11,12 @@
 #include <memory>
 #include <vector>
 
+#include <ATen/record_function.h>
 #include <torch/torch.h>
 
 #include "core/config.h"
 #include "data/batch.h"
+#include "runtime/operator_counter.h"
 #include "train/distributed.h"
 #include "train/learner.h"
 #include "train/task.h"
@@ -28,8 +30,9 @@ namespace parla::train {
 struct HostReads {
   int64_t count = 0;
   torch::Tensor operator()(const torch::Tensor& t) {
+    RECORD_USER_SCOPE(runtime::kHostReadScope);  // what runtime::OperatorCounter counts as a host sync
     ++count;
-    return t.to(torch::kCPU);
+    return t.to(torch::kCPU).contiguous();
   }
 };
 
@@ -77,7 +80,8 @@ class UpdateStep {
   torch::Tensor train_on_batch(const data::Batch& cpu_batch, const std::vector<double>& global, bool& in_backward);
   void train_batches(const std::vector<data::Batch>& batches, const std::vector<double>& global,
                      torch::Tensor& stats, const TrainingState& state, int64_t& oom_retries);
-  torch::Tensor clip_gradients(double max_norm);
+  // The parameters' gradients that are defined.
+  std::vector<torch::Tensor> gradients() const;
 
   const TrainingConfig& t_;
   Task& task_;

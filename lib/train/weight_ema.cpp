@@ -5,6 +5,7 @@
 #include <torch/torch.h>
 
 #include "core/error.h"
+#include "train/multi_tensor_update.h"
 
 namespace parla::train {
 
@@ -25,7 +26,7 @@ double WeightEma::decay_at(int64_t step) const {
 void WeightEma::update(int64_t step) {
   torch::NoGradGuard g;
   const double d = decay_at(step);
-  for (size_t i = 0; i < params_.size(); ++i) average_[i].mul_(d).add_(params_[i].detach(), 1.0 - d);
+  average_into(average_, params_, d);  // read only, under no_grad: no detached copies needed
 }
 
 void WeightEma::swap() {

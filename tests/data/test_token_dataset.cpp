@@ -117,4 +117,14 @@ TEST_CASE("dataset info comes from meta.json, and a missing key is named") {
   write(dir.file("train.en"), random_sentences(11, 100, 2), 2);
   CHECK_THROWS_WITH(parla::data::open_split(info, "train"), Contains("10 source but 11 target"));
   CHECK_THROWS_AS(parla::data::open_split(info, "valid"), parla::DataError);
+
+  // Ids are checked against the vocabulary once, on the host, when a split opens (not per lookup on a device).
+  auto sentences = random_sentences(10, 100, 3);
+  write(dir.file("test.de"), sentences, 2);
+  write(dir.file("test.en"), sentences, 2);
+  CHECK(parla::data::open_split(info, "test").src.max_id() < 100);
+  sentences[4].push_back(100);  // one past the end
+  write(dir.file("test.en"), sentences, 2);
+  CHECK_THROWS_WITH(parla::data::open_split(info, "test"),
+                    Contains(dir.file("test.en") + ".bin': token id 100") && Contains("vocab.tgt_size"));
 }
