@@ -13,6 +13,9 @@
 //   "count-ops MODEL: operators per update T (forward F, backward B, update U), host syncs per update H, distinct
 //   batch shapes S". Counted over updates 2..5 (the first makes AdamW's state); MODELS and layers are comma lists,
 //   e.g. bench_train --count-ops tiny,base cpu fp32 3,6,12.
+//        bench_train --count-shapes DATA_DIR BATCH_TOKENS [multiples=1,8] [max_len=256]
+//   distinct batch shapes (rows x source width x target width) in epoch 1 of a preprocessed dataset at each
+//   data.pad_to_multiple, e.g. the Multi30k recipe's: bench_train --count-shapes data/multi30k 4096.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -20,6 +23,7 @@
 #include <fstream>
 #include <random>
 #include <set>
+#include <tuple>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -35,7 +39,9 @@
 #include "train/label_smoothed_cross_entropy.h"
 #include "data/batch_sampler.h"
 #include "runtime/operator_counter.h"
+#include "data/token_dataset.h"
 #include "train/trainer.h"
+#include "train/translation_task.h"
 
 namespace {
 
@@ -156,6 +162,39 @@ int count_ops(const std::string& models, const std::string& device_spec, const s
   return 0;
 }
 
+// The --count-shapes lines.
+int count_shapes(const std::string& dir, int64_t batch_tokens, const std::string& multiples, int64_t max_len) {
+  const auto info = parla::data::read_dataset_info(dir);
+  const auto split = parla::data::open_split(info, "train");
+  const auto exact = parla::data::filter_by_length(parla::train::sentence_lengths(split.src),
+                                                   parla::train::sentence_lengths(split.tgt), max_len);
+  for (const auto& text : split_list(multiples)) {
+    const int64_t m = std::max(1, std::stoi(text));
+    const auto plan = parla::data::plan_epoch(parla::data::padded_lengths(exact, m), batch_tokens, 1, 1);
+    std::set<std::tuple<size_t, int64_t, int64_t>> shapes;
+    std::set<std::pair<int64_t, int64_t>> widths;
+    double real = 0, padded = 0;
+    for (const auto& batch : plan) {
+      int64_t s = 0, t = 0;
+      for (int64_t id : batch) {
+        s = std::max<int64_t>(s, static_cast<int64_t>(split.src.length(static_cast<size_t>(id))) + 1);
+        t = std::max<int64_t>(t, static_cast<int64_t>(split.tgt.length(static_cast<size_t>(id))) + 1);
+        real += static_cast<double>(split.src.length(static_cast<size_t>(id)) + split.tgt.length(static_cast<size_t>(id)) + 2);
+      }
+      s = (s + m - 1) / m * m;
+      t = (t + m - 1) / m * m;
+      shapes.insert({batch.size(), s, t});
+      widths.insert({s, t});
+      padded += static_cast<double>(batch.size()) * static_cast<double>(s + t);
+    }
+    std::printf("count-shapes %s, batch_tokens %lld, data.pad_to_multiple %lld: %zu batches, %zu distinct shapes "
+                "(%zu distinct widths), %.1f%% of the padded tokens real\n",
+                dir.c_str(), (long long)batch_tokens, (long long)m, plan.size(), shapes.size(), widths.size(),
+                100 * real / padded);
+  }
+  return 0;
+}
+
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v.empty() ? 0 : v[v.size() / 2];
@@ -167,6 +206,13 @@ int main(int argc, char** argv) {
   parla::runtime::tune_process(argc, argv);
   int threads = parla::runtime::apply(parla::RuntimeConfig{});
   const std::string tmp_root = std::filesystem::temp_directory_path().string() + "/parla_bench_train";
+  if (argc > 1 && std::string(argv[1]) == "--count-shapes") {
+    if (argc < 4) {
+      std::fprintf(stderr, "usage: bench_train --count-shapes DATA_DIR BATCH_TOKENS [multiples=1,8] [max_len=256]\n");
+      return 2;
+    }
+    return count_shapes(argv[2], std::stoll(argv[3]), argc > 4 ? argv[4] : "1,8", argc > 5 ? std::stoll(argv[5]) : 256);
+  }
   if (argc > 1 && std::string(argv[1]) == "--count-ops") {
     if (argc < 3) {
       std::fprintf(stderr, "usage: bench_train --count-ops MODELS [device=cpu] [precision=fp32] [layers]\n");

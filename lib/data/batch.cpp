@@ -25,12 +25,24 @@ Batch Batch::to(const torch::Device& device) const {
   return b;
 }
 
-torch::Tensor collate_source(const TokenDataset& src, const std::vector<int64_t>& ids) {
+namespace {
+
+// `width` rounded up to a multiple of `multiple` (> 1), else itself.
+size_t padded_width(size_t width, int64_t multiple) {
+  if (multiple <= 1) return width;
+  const auto m = static_cast<size_t>(multiple);
+  return (width + m - 1) / m * m;
+}
+
+}  // namespace
+
+torch::Tensor collate_source(const TokenDataset& src, const std::vector<int64_t>& ids, int64_t pad_to_multiple) {
   size_t max_len = 0;
   for (int64_t id : ids) {
     check_id(src, id);
     max_len = std::max(max_len, src.length(static_cast<size_t>(id)) + 1);
   }
+  max_len = padded_width(max_len, pad_to_multiple);
   auto out = torch::full({static_cast<int64_t>(ids.size()), static_cast<int64_t>(max_len)}, parla::kPadId,
                          torch::kLong);
   int64_t* p = out.data_ptr<int64_t>();
@@ -43,14 +55,16 @@ torch::Tensor collate_source(const TokenDataset& src, const std::vector<int64_t>
   return out;
 }
 
-Batch collate_parallel(const ParallelSplit& split, const std::vector<int64_t>& ids, int64_t start_id) {
+Batch collate_parallel(const ParallelSplit& split, const std::vector<int64_t>& ids, int64_t start_id,
+                       int64_t pad_to_multiple) {
   Batch b;
-  b.src = collate_source(split.src, ids);
+  b.src = collate_source(split.src, ids, pad_to_multiple);
   size_t max_t = 0;
   for (int64_t id : ids) {
     check_id(split.tgt, id);
     max_t = std::max(max_t, split.tgt.length(static_cast<size_t>(id)) + 1);
   }
+  max_t = padded_width(max_t, pad_to_multiple);
   const int64_t n = static_cast<int64_t>(ids.size()), t = static_cast<int64_t>(max_t);
   b.tgt_in = torch::full({n, t}, parla::kPadId, torch::kLong);
   b.tgt_out = torch::full({n, t}, parla::kPadId, torch::kLong);

@@ -27,9 +27,11 @@ struct Batch {
 
 // Collates the pairs `ids` of a parallel split; tgt_in starts with `start_id` (the model's start token,
 // Seq2SeqModel::start_id). Throws DataError naming the dataset when an id is out of range.
-Batch collate_parallel(const ParallelSplit& split, const std::vector<int64_t>& ids, int64_t start_id);
+// `pad_to_multiple` > 1: both sides' widths rounded up to a multiple of it with padding (data.pad_to_multiple).
+Batch collate_parallel(const ParallelSplit& split, const std::vector<int64_t>& ids, int64_t start_id,
+                       int64_t pad_to_multiple = 1);
 
 // Source sentences only (for decoding): int64 [B, S] with </s> appended, kPadId-padded.
-torch::Tensor collate_source(const TokenDataset& src, const std::vector<int64_t>& ids);
+torch::Tensor collate_source(const TokenDataset& src, const std::vector<int64_t>& ids, int64_t pad_to_multiple = 1);
 
 }  // namespace parla::data

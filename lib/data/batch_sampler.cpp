@@ -37,6 +37,14 @@ LengthTable filter_by_length(const std::vector<int32_t>& src_lengths, const std:
   return t;
 }
 
+LengthTable padded_lengths(LengthTable table, int64_t multiple) {
+  if (multiple <= 1) return table;
+  auto up = [multiple](int32_t n) { return static_cast<int32_t>((n + multiple - 1) / multiple * multiple); };
+  for (auto& n : table.src_len) n = up(n);
+  for (auto& n : table.tgt_len) n = up(n);
+  return table;
+}
+
 BatchPlan plan_epoch(const LengthTable& table, int64_t batch_tokens, uint64_t seed, int64_t epoch) {
   // One stream per (seed, epoch): a resumed run rebuilds the same plan from the epoch number alone.
   std::seed_seq seq{static_cast<uint32_t>(seed), static_cast<uint32_t>(seed >> 32), static_cast<uint32_t>(epoch),

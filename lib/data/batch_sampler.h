@@ -21,6 +21,10 @@ struct LengthTable {
 LengthTable filter_by_length(const std::vector<int32_t>& src_lengths, const std::vector<int32_t>& tgt_lengths,
                              int64_t max_len);
 
+// The table with every length rounded up to a multiple of `multiple` (data.pad_to_multiple; 1 = unchanged):
+// batching then sorts and costs sentences by the lengths their batch will have.
+LengthTable padded_lengths(LengthTable table, int64_t multiple);
+
 // One epoch's batches as lists of dataset indices.
 using BatchPlan = std::vector<std::vector<int64_t>>;
 

@@ -122,4 +122,9 @@ std::string describe_device(const c10::Device& device) {
          ")";
 }
 
+int64_t resolve_pad_to_multiple(int configured, const c10::Device& device) {
+  if (configured > 0) return configured;
+  return device.is_cuda() ? 8 : 1;
+}
+
 }  // namespace parla::runtime

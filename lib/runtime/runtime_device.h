@@ -3,6 +3,7 @@
 // and decoding.precision into a torch::Device and an autocast setting, and refuses what cannot run here with a
 // ConfigError naming the key or flag (exit 2). Every executable, the trainer and the translator ask here; nothing
 // else reads those keys.
+#include <cstdint>
 #include <exception>
 #include <string>
 
@@ -31,6 +32,10 @@ bool is_device_spec(const std::string& spec);
 
 // Number of CUDA devices this process sees (0 for a CPU-only LibTorch).
 int cuda_device_count();
+
+// data.pad_to_multiple for `device`: the configured multiple, or for 0 (auto) 8 on CUDA (few batch shapes, tensor
+// core sizes) and 1 elsewhere (exact lengths, no padding arithmetic on a CPU).
+int64_t resolve_pad_to_multiple(int configured, const c10::Device& device);
 
 // fp32 -> Float, bf16 -> BFloat16, fp16 -> Half. ConfigError naming `key` for fp16 on a CPU (no fp16 autocast
 // there) and for bf16 on a GPU without bf16 (compute capability < 8.0). int8 (decoding.precision only, CPU only)

@@ -127,10 +127,14 @@ struct Trainer::Impl {
 
     // The same seed gives the same initial weights and dropout masks on every run (and every rank).
     torch::manual_seed(static_cast<uint64_t>(cfg.runtime.seed));
-    if (t.task == TrainingTask::kBert)
+    if (t.task == TrainingTask::kBert) {
       task = std::make_unique<BertPretrainingTask>(cfg, info);
-    else
-      task = std::make_unique<TranslationTask>(cfg, info);
+    } else {
+      Config task_cfg = cfg;  // data.pad_to_multiple resolved for this device (config.json keeps what was asked)
+      task_cfg.data.pad_to_multiple =
+          static_cast<int>(runtime::resolve_pad_to_multiple(cfg.data.pad_to_multiple, device));
+      task = std::make_unique<TranslationTask>(task_cfg, info);
+    }
     std::shared_ptr<torch::nn::Module> model = task->model();
 
     std::string last = save_dir + "/checkpoint_last.pt";

@@ -28,8 +28,10 @@ TranslationTask::TranslationTask(const Config& cfg, const data::DatasetInfo& inf
   model_ = models::build_seq2seq(cfg.model, info.src_vocab_size, info.tgt_vocab_size);
   train_ = data::open_split(info, "train");
   const int64_t max_len = std::min<int64_t>(cfg.training.max_len, model_->max_positions());
-  train_table_ =
-      data::filter_by_length(sentence_lengths(train_->src), sentence_lengths(train_->tgt), max_len);
+  // Batches are planned and collated at their padded lengths (data.pad_to_multiple, resolved by the trainer).
+  pad_ = std::max(1, cfg.data.pad_to_multiple);
+  train_table_ = data::padded_lengths(
+      data::filter_by_length(sentence_lengths(train_->src), sentence_lengths(train_->tgt), max_len), pad_);
   if (train_table_.ids.empty())
     throw DataError("dataset '" + info.dir + "': no training pair is within training.max_len = " +
                     std::to_string(max_len) + " tokens");
@@ -44,9 +46,9 @@ TranslationTask::TranslationTask(const Config& cfg, const data::DatasetInfo& inf
   auto vs = sentence_lengths(valid_->src), vt = sentence_lengths(valid_->tgt);
   vs.resize(n_valid);
   vt.resize(n_valid);
-  auto valid_table = data::filter_by_length(vs, vt, max_len);
+  auto valid_table = data::padded_lengths(data::filter_by_length(vs, vt, max_len), pad_);
   for (const auto& ids : data::plan_epoch(valid_table, cfg.training.batch_tokens, 0, 1))
-    valid_batches_.push_back(data::collate_parallel(*valid_, ids, model_->start_id()));
+    valid_batches_.push_back(data::collate_parallel(*valid_, ids, model_->start_id(), pad_));
   valid_ids_ = valid_table.ids;
   if (cfg.training.valid_bleu) {
     std::string ref_path = info.dir + "/valid." + info.tgt_lang;
@@ -63,7 +65,7 @@ TranslationTask::TranslationTask(const Config& cfg, const data::DatasetInfo& inf
 }
 
 data::Batch TranslationTask::train_batch(const std::vector<int64_t>& ids, int64_t /*epoch*/) {
-  return data::collate_parallel(*train_, ids, model_->start_id());
+  return data::collate_parallel(*train_, ids, model_->start_id(), pad_);
 }
 
 LossTerms TranslationTask::loss(const data::Batch& batch) {

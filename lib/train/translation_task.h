@@ -37,6 +37,7 @@ class TranslationTask : public Task {
   std::shared_ptr<models::Seq2SeqModel> model_;
   std::optional<data::ParallelSplit> train_, valid_;
   data::LengthTable train_table_;
+  int64_t pad_ = 1;  // data.pad_to_multiple as resolved for the device
   std::vector<data::Batch> valid_batches_;
   std::vector<int64_t> valid_ids_;
   std::vector<std::string> valid_refs_;

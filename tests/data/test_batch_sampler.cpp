@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
+#include <tuple>
 #include <random>
 
 #include "data/batch_sampler.h"
@@ -86,4 +88,38 @@ TEST_CASE("a sentence longer than the budget gets a batch of its own") {
   REQUIRE(plan.size() == 2);
   for (const auto& b : plan)
     if (std::find(b.begin(), b.end(), 0) != b.end()) CHECK(b.size() == 1);
+}
+
+TEST_CASE("data.pad_to_multiple: lengths rounded up, batches within the budget at their padded size, fewer shapes") {
+  auto c = random_corpus(3000, 11);
+  const auto exact = filter_by_length(c.src, c.tgt, 1000);
+  const auto padded = padded_lengths(exact, 8);
+  REQUIRE(padded.ids == exact.ids);
+  for (size_t i = 0; i < exact.ids.size(); ++i) {
+    CHECK(padded.src_len[i] % 8 == 0);
+    CHECK(padded.src_len[i] >= exact.src_len[i]);
+    CHECK(padded.src_len[i] - exact.src_len[i] < 8);
+    CHECK(padded.tgt_len[i] % 8 == 0);
+  }
+  CHECK(padded_lengths(exact, 1).src_len == exact.src_len);
+  // A batch's shape: rows and the padded widths of both sides, recomputed from the raw lengths.
+  auto shapes_of = [&](const BatchPlan& plan, int64_t m, int64_t budget) {
+    std::set<std::tuple<size_t, int64_t, int64_t>> shapes;
+    for (const auto& b : plan) {
+      int64_t ms = 0, mt = 0;
+      for (int64_t id : b) {
+        ms = std::max<int64_t>(ms, c.src[id] + 1);
+        mt = std::max<int64_t>(mt, c.tgt[id] + 1);
+      }
+      ms = (ms + m - 1) / m * m;
+      mt = (mt + m - 1) / m * m;
+      CHECK(static_cast<int64_t>(b.size()) * (ms + mt) <= budget);
+      shapes.insert({b.size(), ms, mt});
+    }
+    return shapes.size();
+  };
+  const size_t before = shapes_of(plan_epoch(exact, 2048, 1, 1), 1, 2048);
+  const size_t after = shapes_of(plan_epoch(padded, 2048, 1, 1), 8, 2048);
+  INFO(before << " shapes -> " << after);
+  CHECK(after * 2 < before);
 }

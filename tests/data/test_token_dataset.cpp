@@ -4,7 +4,12 @@
 #include <fstream>
 #include <random>
 
+#include <torch/torch.h>
+
 #include "core/error.h"
+#include "core/config.h"
+#include "data/batch.h"
+#include "text/special_ids.h"
 #include "data/token_dataset.h"
 #include "data/token_dataset_writer.h"
 #include "support/temp_dir.h"
@@ -127,4 +132,22 @@ TEST_CASE("dataset info comes from meta.json, and a missing key is named") {
   write(dir.file("test.en"), sentences, 2);
   CHECK_THROWS_WITH(parla::data::open_split(info, "test"),
                     Contains(dir.file("test.en") + ".bin': token id 100") && Contains("vocab.tgt_size"));
+}
+
+TEST_CASE("a batch collated with data.pad_to_multiple 8 holds the exact batch in its corner and padding around it") {
+  parla::testing::TempDir dir("pad-multiple");
+  const auto sentences = random_sentences(12, 100, 4);
+  write(dir.file("s.de"), sentences, 2);
+  write(dir.file("s.en"), random_sentences(12, 100, 5), 2);
+  parla::data::ParallelSplit split{TokenDataset::open(dir.file("s.de")), TokenDataset::open(dir.file("s.en"))};
+  const std::vector<int64_t> ids = {0, 3, 5, 7, 11};
+  const auto exact = parla::data::collate_parallel(split, ids, parla::kBosId);
+  const auto padded = parla::data::collate_parallel(split, ids, parla::kBosId, 8);
+  for (const auto* t : {&padded.src, &padded.tgt_in, &padded.tgt_out}) CHECK(t->size(1) % 8 == 0);
+  CHECK(padded.src.size(1) - exact.src.size(1) < 8);
+  CHECK(torch::equal(padded.src.narrow(1, 0, exact.src.size(1)), exact.src));
+  CHECK(torch::equal(padded.tgt_out.narrow(1, 0, exact.tgt_out.size(1)), exact.tgt_out));
+  CHECK(padded.src.narrow(1, exact.src.size(1), padded.src.size(1) - exact.src.size(1)).eq(parla::kPadId).all().item<bool>());
+  CHECK(padded.src_tokens == exact.src_tokens);
+  CHECK(padded.tgt_tokens == exact.tgt_tokens);
 }

@@ -1,5 +1,6 @@
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -23,9 +24,13 @@ std::vector<int64_t> ids_of(const torch::Tensor& t) {
 
 }  // namespace
 
-TEST_CASE("training.dump_batches writes the batches trained on, which read back as the collated plan") {
+TEST_CASE("training.dump_batches writes the batches trained on, which read back as the collated plan, padded to "
+          "data.pad_to_multiple") {
+  const int multiple = GENERATE(0, 8);  // 0: exact lengths on the CPU
+  INFO("data.pad_to_multiple " << multiple);
   auto data = parla::test::toy_dataset("dump-data");
-  parla::Config cfg = parla::test::toy_config(data, "dump");
+  parla::Config cfg = parla::test::toy_config(data, "dump-" + std::to_string(multiple));
+  cfg.data.pad_to_multiple = multiple;
   cfg.training.max_steps = 6;
   cfg.training.update_freq = 2;
   cfg.training.valid_every = 0;
@@ -39,15 +44,20 @@ TEST_CASE("training.dump_batches writes the batches trained on, which read back 
   // The reference: the first 12 batches of epoch 1's plan, collated by the data layer.
   auto info = parla::data::read_dataset_info(data);
   auto split = parla::data::open_split(info, "train");
-  auto table = parla::data::filter_by_length(parla::train::sentence_lengths(split.src),
-                                             parla::train::sentence_lengths(split.tgt),
-                                             std::min<int64_t>(cfg.training.max_len, cfg.model.max_positions));
+  const int64_t m = std::max(1, multiple);
+  auto table = parla::data::padded_lengths(
+      parla::data::filter_by_length(parla::train::sentence_lengths(split.src),
+                                    parla::train::sentence_lengths(split.tgt),
+                                    std::min<int64_t>(cfg.training.max_len, cfg.model.max_positions)),
+      m);
   auto plan = parla::data::plan_epoch(table, cfg.training.batch_tokens, static_cast<uint64_t>(cfg.runtime.seed), 1);
   auto dumped = parla::train::read_batch_dump(path);
   REQUIRE(dumped.size() == 12);
   for (size_t i = 0; i < dumped.size(); ++i) {
     INFO("batch " << i);
-    auto b = parla::data::collate_parallel(split, plan[i], parla::kBosId);
+    auto b = parla::data::collate_parallel(split, plan[i], parla::kBosId, m);
+    CHECK(dumped[i].src_len % m == 0);
+    CHECK(dumped[i].tgt_len % m == 0);
     CHECK(dumped[i].batch == b.src.size(0));
     CHECK(dumped[i].src_len == b.src.size(1));
     CHECK(dumped[i].tgt_len == b.tgt_out.size(1));

@@ -41,6 +41,7 @@ struct DataConfig {
   std::string docids;       // one document id per corpus line (Europarl's day), for held_out = documents
   std::vector<std::string> valid_documents, test_documents;  // document id prefixes held out
   std::string dir;          // the preprocessed dataset directory (parla-preprocess output, parla-train input)
+  int pad_to_multiple = 0;  // training batches' lengths padded up to a multiple of this; 0 = 8 on CUDA, else 1
   CleanConfig clean;
 
   static const config::SectionSchema<DataConfig>& schema();
