@@ -10,6 +10,11 @@
 #   bench       bench_train (tiny, base; fp32 and bf16) and translation speed with the shared Multi30k model
 #   decode      the shared Multi30k model on CPU and GPU (fp32, TF32 off): identical lines, score gaps
 #   serve       continuous against static batching on the GPU (bench_continuous; issue 16's open measurement)
+#   countops    issue 55's counts, parla and the PyTorch reference on the same machine: bench_train --count-ops and
+#               bench/peers/pytorch_ops.py for $COUNT_MODELS (default tiny,base) at $COUNT_LAYERS (default 3,6,12)
+#               layers, on $COUNT_DEVICE (default cuda) in $COUNT_PRECISION (default bf16). Dry run on a CPU:
+#               GPU_BUILD_DIR=build COUNT_DEVICE=cpu COUNT_PRECISION=fp32 COUNT_MODELS=tiny COUNT_LAYERS=1
+#               PYTHON=.venv-torch2/bin/python
 #   search      issue 19's recipe search: the Multi30k variants of search_variants below, $SEARCH_JOBS (default 8)
 #               at a time on the one GPU (a 7.6 M-parameter model leaves most of an H100 idle), each for
 #               $SEARCH_STEPS (default 4000) updates in bf16 (capped at $SEARCH_MINUTES, default 7); then each
@@ -113,6 +118,15 @@ phase_bench() {
   rm -f "$OUT_DIR"/hyp.cuda.*
 }
 
+phase_countops() {
+  local dev=${COUNT_DEVICE:-cuda} prec=${COUNT_PRECISION:-bf16} layers=${COUNT_LAYERS:-3,6,12}
+  "$BUILD/bench/bench_train" --count-ops "${COUNT_MODELS:-tiny,base}" "$dev" "$prec" "$layers" || true
+  local IFS=,
+  for m in ${COUNT_MODELS:-tiny,base}; do
+    "${PYTHON:-python3}" "$ROOT/bench/peers/pytorch_ops.py" "$m" --layers "$layers" --device "$dev" --precision "$prec" || true
+  done
+}
+
 phase_decode() {
   local M="$SHARED/models/multi30k-en-de-small" D="$SHARED/data/multi30k" W="$ROOT/out/decode-gpu"
   mkdir -p "$W"
@@ -206,7 +220,7 @@ phase_search() {
 status=0
 for phase in "$@"; do
   case "$phase" in
-    build|test|quickstart|multi30k|bench|decode|serve|search) ;;
+    build|test|quickstart|multi30k|bench|countops|decode|serve|search) ;;
     *) echo "gpu-check: unknown phase '$phase'" >&2; exit 2 ;;
   esac
   log "=== $phase ==="
