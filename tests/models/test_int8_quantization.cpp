@@ -20,29 +20,18 @@
 #include "models/tensor_archive.h"
 #include "models/tiny_config.h"
 #include "support/cuda.h"
+#include "support/seq2seq.h"
 #include "support/temp_dir.h"
 #include "text/sentencepiece_vocab.h"
 
 using namespace parla::models;
 using parla::testing::TempDir;
+using parla::testing::log_probs;
+using parla::testing::meta_of;
 using parla::kBosId;
 using parla::kEosId;
 
 namespace {
-
-ModelMeta meta_of(const parla::ModelConfig& model_cfg) {
-  parla::Config c;
-  c.model = model_cfg;
-  ModelMeta m;
-  m.config = parla::config::to_json(c);
-  return m;
-}
-
-torch::Tensor log_probs(Seq2SeqModel& model, const torch::Tensor& src, const torch::Tensor& tgt_in) {
-  torch::NoGradGuard g;
-  model.eval();
-  return torch::log_softmax(model.forward(src, tgt_in), -1);
-}
 
 // Names of the float weights int8 decoding is documented to replace: every projection and feed-forward layer,
 // the embedding tables and the output projection; found by name, independently of the module walk.

@@ -104,7 +104,7 @@ TEST_CASE("is_out_of_memory: CUDA's OutOfMemoryError and the CPU allocator's fai
   CHECK_FALSE(is_out_of_memory(std::runtime_error("cannot read file")));
 }
 
-TEST_CASE("data.pad_to_multiple: 0 means 8 on CUDA and 1 elsewhere; a value given is kept") {
+TEST_CASE("data.pad_to_multiple: 0 means 8 on CUDA and 1 elsewhere, and a value given is kept") {
   CHECK(parla::runtime::resolve_pad_to_multiple(0, c10::Device(c10::DeviceType::CPU)) == 1);
   CHECK(parla::runtime::resolve_pad_to_multiple(0, c10::Device(c10::DeviceType::CUDA, 0)) == 8);
   CHECK(parla::runtime::resolve_pad_to_multiple(4, c10::Device(c10::DeviceType::CPU)) == 4);

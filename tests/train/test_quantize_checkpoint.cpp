@@ -13,6 +13,7 @@
 #include "models/factory.h"
 #include "models/int8_quantization.h"
 #include "models/tiny_config.h"
+#include "support/seq2seq.h"
 #include "support/temp_dir.h"
 #include "train/quantize_checkpoint.h"
 
@@ -20,20 +21,8 @@ namespace quantize_checkpoint_tests {
 
 using namespace parla::models;
 using parla::testing::TempDir;
-
-ModelMeta meta_of(const parla::ModelConfig& model_cfg) {
-  parla::Config c;
-  c.model = model_cfg;
-  ModelMeta m;
-  m.config = parla::config::to_json(c);
-  return m;
-}
-
-torch::Tensor log_probs(Seq2SeqModel& model, const torch::Tensor& src, const torch::Tensor& tgt_in) {
-  torch::NoGradGuard g;
-  model.eval();
-  return torch::log_softmax(model.forward(src, tgt_in), -1);
-}
+using parla::testing::log_probs;
+using parla::testing::meta_of;
 
 TEST_CASE("an int8 checkpoint round-trips its int8 weights exactly", "[int8]") {
   TempDir dir("int8-checkpoint");
