@@ -7,14 +7,12 @@
 
 #include "core/config.h"
 #include "models/checkpoint.h"
+#include "support/seq2seq.h"
 
 namespace parla::testing {
 
 inline models::ModelMeta meta_for(const ModelConfig& model_cfg) {
-  Config c;
-  c.model = model_cfg;
-  models::ModelMeta m;
-  m.config = config::to_json(c);
+  models::ModelMeta m = meta_of(model_cfg);
   m.src_spm = std::string("\x0a\x00\xff binary proto", 16);
   m.tgt_spm = "";
   m.info = {{"step", 42}};
