@@ -51,7 +51,8 @@ parla::nn::SelfAttention layer_for(const std::string& variant, int64_t t) {
   o.heads = 8;
   parla::ModelConfig c;
   c.local_window = 16;
-  c.sparse_pattern = {"band", "global", "random"};
+  c.sparse_pattern = {parla::AtomicSparsePattern::kBand, parla::AtomicSparsePattern::kGlobal,
+                      parla::AtomicSparsePattern::kRandom};
   c.sparse_block_size = 32;
   c.performer_features = 64;
   c.routing_clusters = static_cast<int>(std::max<int64_t>(1, std::llround(std::sqrt(static_cast<double>(t)))));
