@@ -5,12 +5,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <cerrno>
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
-#include <tuple>
 #include <fstream>
 #include <stdexcept>
+#include <tuple>
 
 #include "core/bounded_json.h"
 #include "core/error.h"

@@ -68,13 +68,11 @@ std::unique_ptr<at::ObserverContext> op_on_start(const at::RecordFunction& fn) {
       if (op_thread.backward == 0 && op_thread.scopes.empty()) break;
       const OpPhase phase = op_thread.backward > 0 ? kOpBackward : op_thread.scopes.back();
       ++op_totals.by_phase[phase];
-      if (phase != kOpOther && op_thread.host_reads == 0 && op_is_sync(name)) {
-        ++op_totals.host_syncs;
-        std::lock_guard<std::mutex> lock(op_totals.mutex);
-        ++op_totals.syncs[name];
-      }
+      const bool sync = phase != kOpOther && op_thread.host_reads == 0 && op_is_sync(name);
+      if (sync) ++op_totals.host_syncs;
       std::lock_guard<std::mutex> lock(op_totals.mutex);
       ++op_totals.ops[phase][name];
+      if (sync) ++op_totals.syncs[name];
       break;
     }
     default:

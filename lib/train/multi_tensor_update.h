@@ -21,7 +21,8 @@ namespace parla::train {
 void multi_tensor_adamw_step(torch::optim::AdamW& optimizer);
 
 // The L2 norm of all of `grads` together (a 0-d float tensor on their device) and, with max_norm > 0, every
-// gradient scaled by min(1, max_norm / (norm + 1e-6)) without reading the norm on the host.
+// gradient scaled by min(1, max_norm / (norm + 1e-6)): torch::nn::utils::clip_grad_norm_'s arithmetic (fp32 runs
+// are bit-identical to it), without its read of the norm on the host.
 torch::Tensor clip_grad_norm(const std::vector<torch::Tensor>& grads, double max_norm);
 
 // grads *= inv_scale (the fp16 loss scale removed; exact for a power of two).

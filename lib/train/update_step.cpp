@@ -137,7 +137,7 @@ void UpdateStep::train_batches(const std::vector<data::Batch>& batches, const st
     todo.push_front(batch_rows(failed, half, failed.sentences - half));
     todo.push_front(batch_rows(failed, 0, half));
     if (in_backward) {
-      for (const auto& p : params_) p.mutable_grad() = torch::Tensor();
+      learner_.clear_gradients();
       stats.zero_();
       for (auto it = done.rbegin(); it != done.rend(); ++it) todo.push_front(std::move(*it));
       done.clear();
@@ -147,8 +147,6 @@ void UpdateStep::train_batches(const std::vector<data::Batch>& batches, const st
   }
 }
 
-// Global L2 norm of the gradients as a device tensor, and clipping to max_norm (> 0) with a device-side factor:
-// torch::nn::utils::clip_grad_norm_'s arithmetic (so fp32 runs are bit-identical), without its host read.
 std::vector<torch::Tensor> UpdateStep::gradients() const {
   std::vector<torch::Tensor> grads;
   for (const auto& p : params_)
@@ -191,16 +189,16 @@ UpdateOutcome UpdateStep::apply(const AccumulatedUpdate& u, TrainingState& state
   torch::Tensor stats = u.stats;
   dp_.all_reduce_gradients(learner_.model());
   dp_.average_running_statistics(learner_.model());
+  const auto grads = gradients();
   if (learner_.loss_scaling()) {
     // Unscale before clipping, so clip_norm and the reported norm refer to the true gradient. The scale is a
     // power of two: exact. Overflow shows as a non-finite norm below, in the same read as the loss's flag.
-    unscale_gradients(gradients(), 1.0 / learner_.scaler().scale());
+    unscale_gradients(grads, 1.0 / learner_.scaler().scale());
   }
   dp_.all_reduce_sum_(stats);
 
   UpdateOutcome out;
   // Gradient norm over all parameters (clipped when clip_norm > 0).
-  const auto grads = gradients();
   out.grad_norm = grads.empty() ? torch::zeros({}, torch::TensorOptions().dtype(torch::kFloat).device(device_))
                                 : clip_grad_norm(grads, t_.clip_norm);
   ++update_index_;
